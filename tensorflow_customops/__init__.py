@@ -1,0 +1,31 @@
+"""TensorFlow custom ops: RoI pooling for detection, fused ops, and the model
+project for writing custom ops.
+
+    import tensorflow_customops as tfco
+    tfco.zero_out([[1, 2], [3, 4]])
+"""
+
+from tensorflow_customops import _build_info
+from tensorflow_customops.python.ops.zero_out_ops import zero_out
+from tensorflow_customops.version import __version__
+
+
+def build_info():
+    """How this copy was built: TensorFlow version, C++ ABI flag, CUDA support.
+
+    Returns:
+      A dict with keys `version`, `tf_version`, `cxx11_abi_flag`,
+      `cxx_standard`, `cuda` (whether GPU kernels were compiled in) and
+      `cuda_capabilities`.
+    """
+    return {
+        "version": __version__,
+        "tf_version": _build_info.TF_VERSION,
+        "cxx11_abi_flag": _build_info.CXX11_ABI_FLAG,
+        "cxx_standard": _build_info.CXX_STANDARD,
+        "cuda": _build_info.CUDA,
+        "cuda_capabilities": list(_build_info.CUDA_CAPABILITIES),
+    }
+
+
+__all__ = ["build_info", "zero_out", "__version__"]

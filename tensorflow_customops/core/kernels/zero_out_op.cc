@@ -1,0 +1,106 @@
+// CPU kernel of CustomOps>ZeroOut, and GPU kernel registration.
+
+#define EIGEN_USE_THREADS
+#if GOOGLE_CUDA
+#define EIGEN_USE_GPU
+#endif
+
+#include "tensorflow_customops/core/kernels/zero_out_op.h"
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/framework/tensor.h"
+
+namespace tensorflow {
+
+typedef Eigen::ThreadPoolDevice CPUDevice;
+typedef Eigen::GpuDevice GPUDevice;
+
+namespace functor {
+
+template <typename T>
+struct ZeroOut<CPUDevice, T> {
+  void operator()(const CPUDevice& d, typename TTypes<T>::ConstFlat input,
+                  typename TTypes<T>::Flat output) {
+    // Read before zeroing: the output may share the input's buffer.
+    const T first = input(0);
+    // Each element is written by exactly one shard, so the result does not
+    // depend on the thread count.
+    const int64_t size = output.size();
+    d.parallelFor(size,
+                  Eigen::TensorOpCost(/*bytes_loaded=*/0,
+                                      /*bytes_stored=*/sizeof(T),
+                                      /*compute_cycles=*/1),
+                  [&output](Eigen::Index begin, Eigen::Index end) {
+                    std::fill(output.data() + begin, output.data() + end,
+                              T(0));
+                  });
+    output(0) = first;
+  }
+};
+
+}  // namespace functor
+
+template <typename Device, typename T>
+class ZeroOutOp : public OpKernel {
+ public:
+  explicit ZeroOutOp(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& input = context->input(0);
+    Tensor* output = nullptr;
+    OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
+                                {0}, 0, input.shape(), &output));
+    if (input.NumElements() == 0) return;
+    functor::ZeroOut<Device, T>()(context->eigen_device<Device>(),
+                                  input.flat<T>(), output->flat<T>());
+  }
+};
+
+#define REGISTER_CPU(T)                                                   \
+  REGISTER_KERNEL_BUILDER(                                                \
+      Name("CustomOps>ZeroOut").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+      ZeroOutOp<CPUDevice, T>);
+TF_CALL_int32(REGISTER_CPU);
+TF_CALL_int64(REGISTER_CPU);
+TF_CALL_float(REGISTER_CPU);
+TF_CALL_double(REGISTER_CPU);
+TF_CALL_half(REGISTER_CPU);
+TF_CALL_bfloat16(REGISTER_CPU);
+#undef REGISTER_CPU
+
+#if GOOGLE_CUDA
+
+namespace functor {
+#define DECLARE_GPU_SPEC(T) extern template struct ZeroOut<GPUDevice, T>;
+TF_CALL_int64(DECLARE_GPU_SPEC);
+TF_CALL_float(DECLARE_GPU_SPEC);
+TF_CALL_double(DECLARE_GPU_SPEC);
+TF_CALL_half(DECLARE_GPU_SPEC);
+TF_CALL_bfloat16(DECLARE_GPU_SPEC);
+#undef DECLARE_GPU_SPEC
+}  // namespace functor
+
+// int32 tensors live in host memory on GPU devices by TensorFlow convention,
+// so the int32 GPU kernel runs the CPU functor on host memory.
+REGISTER_KERNEL_BUILDER(Name("CustomOps>ZeroOut")
+                            .Device(DEVICE_GPU)
+                            .HostMemory("to_zero")
+                            .HostMemory("zeroed")
+                            .TypeConstraint<int32>("T"),
+                        ZeroOutOp<CPUDevice, int32>);
+
+#define REGISTER_GPU(T)                                                   \
+  REGISTER_KERNEL_BUILDER(                                                \
+      Name("CustomOps>ZeroOut").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
+      ZeroOutOp<GPUDevice, T>);
+TF_CALL_int64(REGISTER_GPU);
+TF_CALL_float(REGISTER_GPU);
+TF_CALL_double(REGISTER_GPU);
+TF_CALL_half(REGISTER_GPU);
+TF_CALL_bfloat16(REGISTER_GPU);
+#undef REGISTER_GPU
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace tensorflow

@@ -1,0 +1,50 @@
+// GPU kernel of CustomOps>ZeroOut. Compiled by nvcc under --config=cuda.
+
+#if GOOGLE_CUDA
+
+#define EIGEN_USE_GPU
+
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/zero_out_op.h"
+
+namespace tensorflow {
+
+typedef Eigen::GpuDevice GPUDevice;
+
+namespace {
+
+template <typename T>
+__global__ void ZeroOutKernel(const int64_t size, const T* __restrict__ input,
+                              T* __restrict__ output) {
+  GPU_1D_KERNEL_LOOP(i, size) { output[i] = i == 0 ? input[0] : T(0); }
+}
+
+}  // namespace
+
+namespace functor {
+
+template <typename T>
+struct ZeroOut<GPUDevice, T> {
+  void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat input,
+                  typename TTypes<T>::Flat output) {
+    const int64_t size = output.size();
+    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    TF_CHECK_OK(GpuLaunchKernel(ZeroOutKernel<T>, config.block_count,
+                                config.thread_per_block, 0, d.stream(), size,
+                                input.data(), output.data()));
+  }
+};
+
+#define DEFINE_GPU_SPEC(T) template struct ZeroOut<GPUDevice, T>;
+TF_CALL_int64(DEFINE_GPU_SPEC);
+TF_CALL_float(DEFINE_GPU_SPEC);
+TF_CALL_double(DEFINE_GPU_SPEC);
+TF_CALL_half(DEFINE_GPU_SPEC);
+TF_CALL_bfloat16(DEFINE_GPU_SPEC);
+#undef DEFINE_GPU_SPEC
+
+}  // namespace functor
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,90 @@
+"""Tests of the package loader: clear errors for missing or mismatched libraries."""
+
+import os
+
+import tensorflow as tf
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python.ops import load_library
+
+
+class LoadLibraryTest(tf.test.TestCase):
+    def test_library_loads_once_and_registers_prefixed_ops(self):
+        module = load_library.load_op_library()
+        self.assertIs(module, load_library.load_op_library())
+        names = [op.name for op in load_library.op_list().op]
+        self.assertIn("CustomOps>ZeroOut", names)
+        for name in names:
+            self.assertTrue(name.startswith("CustomOps>"), name)
+
+    def test_version_mismatch_names_both_versions_and_the_fix(self):
+        with self.assertRaises(load_library.LibraryLoadError) as ctx:
+            load_library.check_tensorflow_version("2.20.1", "2.21.0")
+        message = str(ctx.exception)
+        self.assertIn("built against TensorFlow 2.21.0", message)
+        self.assertIn("TensorFlow 2.20.1 is installed", message)
+        self.assertIn("pip install 'tensorflow==2.21.*'", message)
+        self.assertIn("rebuild", message)
+        # A LibraryLoadError is an ImportError, so `import` failures look normal.
+        self.assertIsInstance(ctx.exception, ImportError)
+
+    def test_major_version_mismatch(self):
+        with self.assertRaisesRegex(load_library.LibraryLoadError, "3.0.0"):
+            load_library.check_tensorflow_version("3.0.0", "2.21.0")
+
+    def test_patch_releases_are_compatible(self):
+        load_library.check_tensorflow_version("2.21.3", "2.21.0")
+        load_library.check_tensorflow_version("2.21.0rc1", "2.21.0")
+
+    def test_mismatch_is_checked_before_loading(self):
+        # A library built for another release must not even be dlopen()ed.
+        with self.assertRaisesRegex(load_library.LibraryLoadError, "is installed"):
+            load_library.load_from("/nonexistent/_custom_ops.so", "1.15.0")
+
+    def test_missing_library(self):
+        path = os.path.join(self.get_temp_dir(), "_custom_ops.so")
+        with self.assertRaisesRegex(
+            load_library.LibraryLoadError, r"op library is missing.*bazel build"
+        ):
+            load_library.load_from(path, tf.__version__)
+
+    def test_corrupt_library(self):
+        path = os.path.join(self.get_temp_dir(), "corrupt.so")
+        with open(path, "wb") as f:
+            f.write(b"not an ELF file")
+        with self.assertRaisesRegex(
+            load_library.LibraryLoadError, r"Could not load .*corrupt\.so.*Rebuild"
+        ):
+            load_library.load_from(path, tf.__version__)
+
+    def test_build_info(self):
+        info = tfco.build_info()
+        self.assertEqual(
+            set(info),
+            {
+                "version",
+                "tf_version",
+                "cxx11_abi_flag",
+                "cxx_standard",
+                "cuda",
+                "cuda_capabilities",
+            },
+        )
+        self.assertEqual(info["version"], tfco.__version__)
+        self.assertEqual(info["tf_version"], tf.__version__)
+        self.assertEqual(
+            f"-D_GLIBCXX_USE_CXX11_ABI={info['cxx11_abi_flag']}",
+            [
+                f
+                for f in tf.sysconfig.get_compile_flags()
+                if f.startswith("-D_GLIBCXX_USE_CXX11_ABI")
+            ][0],
+        )
+        self.assertEqual(info["cuda"], bool(info["cuda_capabilities"]))
+        # Callers may mutate the result without affecting the package.
+        info["cuda_capabilities"].append("sm_0")
+        self.assertNotIn("sm_0", tfco.build_info()["cuda_capabilities"])
+
+
+if __name__ == "__main__":
+    tf.test.main()

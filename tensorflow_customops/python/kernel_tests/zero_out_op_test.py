@@ -1,0 +1,138 @@
+"""Forward tests of CustomOps>ZeroOut: values, dtypes, shapes, modes, errors."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+from tensorflow.python.framework import test_util
+
+import tensorflow_customops as tfco
+
+_DTYPES = [tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+_SHAPES = [(), (1,), (7,), (2, 3), (3, 1, 4), (2, 0, 3), (0,)]
+
+
+def _reference(x):
+    """NumPy reference: first element kept, the rest zero."""
+    x = np.asarray(x)
+    out = np.zeros_like(x)
+    if x.size:
+        out.flat[0] = x.flat[0]
+    return out
+
+
+def _random(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-100, 100, size=shape)
+    # Avoid zeros so that a kernel that zeroes everything cannot pass.
+    values[values == 0] = 1
+    return tf.constant(values, dtype=dtype)
+
+
+class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(dtype=_DTYPES, shape=_SHAPES)
+    def test_values(self, dtype, shape):
+        x = _random(shape, dtype)
+        y = tfco.zero_out(x)
+        self.assertEqual(y.dtype, dtype)
+        self.assertEqual(y.shape, x.shape)
+        self.assertAllEqual(y, _reference(x.numpy()))
+
+    def test_default_dtype_from_python_list(self):
+        y = tfco.zero_out([[1, 2], [3, 4]])
+        self.assertEqual(y.dtype, tf.int32)
+        self.assertAllEqual(y, [[1, 0], [0, 0]])
+
+    def test_scalar(self):
+        self.assertAllEqual(tfco.zero_out(tf.constant(5.5)), 5.5)
+
+    def test_special_values(self):
+        y = tfco.zero_out(tf.constant([np.nan, np.inf, -np.inf, np.nan]))
+        self.assertTrue(np.isnan(y[0]))
+        self.assertAllEqual(y[1:], [0.0, 0.0, 0.0])
+        self.assertAllEqual(
+            tfco.zero_out(tf.constant([-np.inf, np.nan])), [-np.inf, 0.0]
+        )
+
+    @parameterized.parameters(tf.int32, tf.float32, tf.bfloat16)
+    def test_large_input_uses_every_shard(self, dtype):
+        # Large enough for the CPU kernel to split the work across threads.
+        n = 3_000_017
+        x = tf.ones([n], dtype=dtype) * tf.cast(3, dtype)
+        y = tfco.zero_out(x)
+        self.assertEqual(float(y[0]), 3.0)
+        self.assertEqual(int(tf.math.count_nonzero(y)), 1)
+
+    def test_input_is_not_modified(self):
+        # The kernel may reuse the input buffer only when nothing else reads it.
+        @tf.function
+        def fn(x):
+            doubled = x * 2.0
+            return tfco.zero_out(doubled), doubled
+
+        zeroed, doubled = fn(tf.constant([1.0, 2.0, 3.0]))
+        self.assertAllEqual(zeroed, [2.0, 0.0, 0.0])
+        self.assertAllEqual(doubled, [2.0, 4.0, 6.0])
+
+    @test_util.run_in_graph_and_eager_modes
+    def test_graph_and_eager_modes(self):
+        x = tf.constant([[5, 6], [7, 8]], dtype=tf.int64)
+        self.assertAllEqual(self.evaluate(tfco.zero_out(x)), [[5, 0], [0, 0]])
+
+    @test_util.run_deprecated_v1
+    def test_v1_session_with_placeholder(self):
+        x = tf.compat.v1.placeholder(tf.float32, shape=None)
+        y = tfco.zero_out(x)
+        self.assertEqual(y.op.type, "CustomOps>ZeroOut")
+        with self.session() as sess:
+            out = sess.run(y, {x: [[4.0, 5.0], [6.0, 7.0]]})
+        self.assertAllEqual(out, [[4.0, 0.0], [0.0, 0.0]])
+
+    @parameterized.parameters(
+        ([None], [None]),
+        ([None, 3], [None, 3]),
+        ([2, None, 4], [2, None, 4]),
+        (None, None),
+    )
+    def test_shape_inference(self, input_shape, expected):
+        fn = tf.function(tfco.zero_out).get_concrete_function(
+            tf.TensorSpec(input_shape, tf.float32)
+        )
+        self.assertEqual(fn.structured_outputs.shape, tf.TensorShape(expected))
+
+    def test_tf_function_with_unknown_shapes(self):
+        fn = tf.function(
+            tfco.zero_out, input_signature=[tf.TensorSpec(None, tf.float64)]
+        )
+        for shape in [(), (4,), (2, 5), (3, 0), (2, 2, 2)]:
+            x = _random(shape, tf.float64, seed=len(shape))
+            self.assertAllEqual(fn(x), _reference(x.numpy()))
+        # One trace serves every shape.
+        self.assertEqual(fn.experimental_get_tracing_count(), 1)
+
+    def test_op_name(self):
+        @tf.function
+        def fn(x):
+            return tfco.zero_out(x, name="my_zero_out")
+
+        graph = fn.get_concrete_function(tf.TensorSpec([2], tf.int32)).graph
+        op = graph.get_operation_by_name("my_zero_out")
+        self.assertEqual(op.type, "CustomOps>ZeroOut")
+
+    @parameterized.parameters(tf.bool, tf.string, tf.uint8, tf.complex64, tf.int16)
+    def test_bad_dtype(self, dtype):
+        x = tf.zeros([2], dtype=dtype)
+        with self.assertRaisesRegex(
+            (TypeError, tf.errors.InvalidArgumentError),
+            r"allowed values|not in list of allowed",
+        ):
+            tfco.zero_out(x)
+
+    def test_bad_dtype_in_graph(self):
+        with tf.Graph().as_default():
+            x = tf.compat.v1.placeholder(tf.bool, [2])
+            with self.assertRaisesRegex(TypeError, r"allowed values"):
+                tfco.zero_out(x)
+
+
+if __name__ == "__main__":
+    tf.test.main()

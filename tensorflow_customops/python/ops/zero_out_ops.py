@@ -1,0 +1,37 @@
+"""CustomOps>ZeroOut: TensorFlow's tutorial op, with its gradient."""
+
+import tensorflow as tf
+
+from tensorflow_customops.python.ops import load_library
+
+_ops = load_library.load_op_library()
+
+
+def zero_out(to_zero, name=None):
+    """Keeps the first element of a tensor and zeroes the rest.
+
+    The first element is the one at index `[0, 0, ..., 0]` (row-major order).
+
+    Args:
+      to_zero: A `Tensor` (or anything convertible to one) of type `int32`,
+        `int64`, `float16`, `bfloat16`, `float32` or `float64`, of any shape.
+      name: A name for the operation (optional).
+
+    Returns:
+      A `Tensor` with the shape and dtype of `to_zero`.
+
+    Example:
+
+    >>> tfco.zero_out([[1, 2], [3, 4]])
+    <tf.Tensor: shape=(2, 2), dtype=int32, numpy=
+    array([[1, 0],
+           [0, 0]], dtype=int32)>
+    """
+    return _ops.custom_ops_zero_out(to_zero=to_zero, name=name)
+
+
+@tf.RegisterGradient("CustomOps>ZeroOut")
+def _zero_out_grad(op, grad):
+    """Only the first element passes its gradient through: ZeroOut(grad)."""
+    del op  # The gradient does not depend on the input values.
+    return [_ops.custom_ops_zero_out(grad)]

@@ -1,0 +1,204 @@
+"""Build macros for tensorflow_customops. These own every compiler and linker flag.
+
+  tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
+  tfco_custom_op_library the shared library Python loads
+  tfco_py_test           a Python test that uses the ops
+  tfco_build_info        the module recording how the library was built
+
+All values come from the installed TensorFlow through tools/configure.py; see
+third_party/tf/tf_configure.bzl.
+"""
+
+load(
+    "@local_config_tf//:build_defs.bzl",
+    "CUDA_CAPABILITIES",
+    "NVCC_PATH",
+    "TF_CXX11_ABI_FLAG",
+    "TF_CXX_STANDARD",
+    "TF_EIGEN_MAX_ALIGN_BYTES",
+    "TF_SHARED_LIBRARY_NAME",
+    "TF_VERSION",
+)
+
+_USING_CUDA = "//tensorflow_customops:using_cuda"
+_USING_ASAN = "//tensorflow_customops:using_asan"
+_TF_HEADERS = "@local_config_tf//:tf_header_lib"
+_TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
+_TF_FRAMEWORK = "@local_config_tf//:lib/" + TF_SHARED_LIBRARY_NAME
+_CUDART = "@local_config_tf//:cudart_static"
+
+# Flags that must match how TensorFlow itself was compiled.
+_TF_ABI_COPTS = [
+    "-std=" + TF_CXX_STANDARD,
+    "-D_GLIBCXX_USE_CXX11_ABI=%d" % TF_CXX11_ABI_FLAG,
+    "-DEIGEN_MAX_ALIGN_BYTES=%d" % TF_EIGEN_MAX_ALIGN_BYTES,
+]
+
+_COPTS = _TF_ABI_COPTS + [
+    "-fPIC",
+    "-Wall",
+    # TensorFlow's headers still use deprecated tsl::Status and tsl::mutex.
+    "-Wno-deprecated-declarations",
+] + select({
+    _USING_CUDA: ["-DGOOGLE_CUDA=1"],
+    "//conditions:default": [],
+}) + select({
+    _USING_ASAN: ["-fsanitize=address", "-fno-omit-frame-pointer"],
+    "//conditions:default": [],
+})
+
+_ASAN_LINKOPTS = select({
+    _USING_ASAN: ["-fsanitize=address"],
+    "//conditions:default": [],
+})
+
+def _gencode_flags():
+    flags = ["-gencode=arch=compute_%s,code=sm_%s" % (c, c) for c in CUDA_CAPABILITIES]
+    if CUDA_CAPABILITIES:
+        # PTX for the newest architecture, so newer GPUs can JIT-compile it.
+        newest = CUDA_CAPABILITIES[-1]
+        flags.append("-gencode=arch=compute_%s,code=compute_%s" % (newest, newest))
+    return flags
+
+def _nvcc_objects(name, gpu_srcs, hdrs):
+    """One nvcc genrule per .cu.cc file; built only when --config=cuda needs it."""
+    objects = []
+    for src in gpu_srcs:
+        obj = "%s_%s.o" % (name, src.replace("/", "_").replace(".cu.cc", ""))
+        if NVCC_PATH:
+            cmd = " ".join([
+                NVCC_PATH,
+                "-c -x cu -O3 -DNDEBUG -DGOOGLE_CUDA=1",
+                " ".join(_TF_ABI_COPTS),
+                "--expt-relaxed-constexpr",
+                "-Xcompiler -fPIC",
+                "-Wno-deprecated-gpu-targets",
+                "-Xcudafe --diag_suppress=esa_on_defaulted_function_ignored",
+                "-isystem external/local_config_tf/include",
+                "-I. -I$(GENDIR)",
+                " ".join(_gencode_flags()),
+                "-o $@ $(location %s)" % src,
+            ])
+        else:
+            cmd = ("echo 'nvcc was not found when tools/configure.py ran; install the CUDA " +
+                   "toolkit and re-run it to build with --config=cuda.' >&2; exit 1")
+        native.genrule(
+            name = obj.replace(".", "_"),
+            srcs = [src] + hdrs + ["@local_config_tf//:tf_headers"],
+            outs = [obj],
+            cmd = cmd,
+            # Left out of `//...` unless --config=cuda selects it.
+            tags = ["manual"],
+            message = "nvcc " + src,
+        )
+        objects.append(obj)
+    return objects
+
+def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwargs):
+    """Op specs, gradients or kernels, always linked into the op library.
+
+    Args:
+      name: target name.
+      srcs: C++ sources compiled by the host compiler.
+      hdrs: headers, shared by the CPU and GPU sources.
+      gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
+      deps: other tfco_cc_library targets.
+      **kwargs: passed to cc_library (visibility, ...).
+    """
+    gpu_objects = _nvcc_objects(name, gpu_srcs, hdrs) if gpu_srcs else []
+    native.cc_library(
+        name = name,
+        srcs = srcs + select({
+            _USING_CUDA: gpu_objects,
+            "//conditions:default": [],
+        }),
+        hdrs = hdrs,
+        copts = _COPTS,
+        deps = deps + [_TF_HEADERS] + select({
+            _USING_CUDA: [_TF_CUDA_HEADERS],
+            "//conditions:default": [],
+        }),
+        # Op and kernel registrations run from static initialisers.
+        alwayslink = 1,
+        **kwargs
+    )
+
+def tfco_custom_op_library(name, deps, **kwargs):
+    """The shared library that tf.load_op_library loads.
+
+    It links against libtensorflow_framework by path, so it carries no
+    build-tree rpath, and links the CUDA runtime statically under
+    --config=cuda, so it needs no CUDA toolkit at run time.
+
+    Args:
+      name: the .so file name.
+      deps: tfco_cc_library targets.
+      **kwargs: passed to cc_binary (visibility, ...).
+    """
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        deps = deps + select({
+            _USING_CUDA: [_CUDART],
+            "//conditions:default": [],
+        }),
+        additional_linker_inputs = [_TF_FRAMEWORK],
+        linkopts = [
+            "$(location %s)" % _TF_FRAMEWORK,
+            "-Wl,--as-needed",
+        ] + select({
+            # Keep our CUDA runtime's symbols private: libtensorflow_framework
+            # exports a cudart stub of another CUDA version, and calls from
+            # this library must reach the runtime its kernels were built with.
+            _USING_CUDA: ["-Wl,--exclude-libs,libcudart_static.a"],
+            "//conditions:default": [],
+        }) + _ASAN_LINKOPTS,
+        **kwargs
+    )
+
+def tfco_py_test(name, srcs, deps = [], size = "medium", **kwargs):
+    """A Python test of the ops, run with the interpreter that has TensorFlow.
+
+    Args:
+      name: test name; srcs defaults to name + ".py".
+      srcs: test sources.
+      deps: py_library dependencies besides the package itself.
+      size: Bazel test size.
+      **kwargs: passed to py_test (shard_count, tags, data, ...).
+    """
+    native.py_test(
+        name = name,
+        srcs = srcs,
+        main = srcs[0] if len(srcs) == 1 else kwargs.pop("main"),
+        python_version = "PY3",
+        srcs_version = "PY3",
+        size = size,
+        deps = deps + ["//tensorflow_customops"],
+        **kwargs
+    )
+
+def tfco_build_info(name, out):
+    """Generates the Python module that records how the op library was built.
+
+    Args:
+      name: target name.
+      out: the generated .py file.
+    """
+    common = "\n".join([
+        '"""How this copy of tensorflow_customops was built. Generated by Bazel."""',
+        "",
+        'TF_VERSION = "%s"' % TF_VERSION,
+        "CXX11_ABI_FLAG = %d" % TF_CXX11_ABI_FLAG,
+        'CXX_STANDARD = "%s"' % TF_CXX_STANDARD,
+        "",
+    ])
+    cuda = "CUDA = True\nCUDA_CAPABILITIES = %s\n" % repr(["sm_" + c for c in CUDA_CAPABILITIES])
+    no_cuda = "CUDA = False\nCUDA_CAPABILITIES = []\n"
+    native.genrule(
+        name = name,
+        outs = [out],
+        cmd = select({
+            _USING_CUDA: "cat > $@ <<'EOF'\n%sEOF" % (common + cuda),
+            "//conditions:default": "cat > $@ <<'EOF'\n%sEOF" % (common + no_cuda),
+        }),
+    )

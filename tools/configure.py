@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Writes .tf_configure.bazelrc from the installed TensorFlow.
+
+Every value the build needs (include and library paths, library name, ABI
+flag, C++ standard, Eigen alignment, CUDA build info, the Python interpreter)
+is read from `tf.sysconfig` and the interpreter running this script; nothing
+is hard-coded. The output is deterministic, so running it twice changes
+nothing. Usage: python3 tools/configure.py [--output PATH]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+_COMPUTE_PREFIX = "compute_"  # as printed by `nvcc --list-gpu-arch`
+
+
+def parse_compile_flags(flags):
+    """Splits tf.sysconfig.get_compile_flags() into named values."""
+    parsed = {"include_dirs": [], "defines": {}, "std": None}
+    for flag in flags:
+        if flag.startswith("-I"):
+            parsed["include_dirs"].append(flag[2:])
+        elif flag.startswith("-D"):
+            key, _, value = flag[2:].partition("=")
+            parsed["defines"][key] = value
+        elif re.fullmatch(r"-{1,2}std=(.+)", flag):
+            parsed["std"] = flag.split("=", 1)[1]
+        else:
+            raise ValueError(f"unrecognised TensorFlow compile flag: {flag!r}")
+    if len(parsed["include_dirs"]) != 1:
+        raise ValueError(f"expected one -I flag, got {parsed['include_dirs']}")
+    for required in ("_GLIBCXX_USE_CXX11_ABI", "EIGEN_MAX_ALIGN_BYTES"):
+        if required not in parsed["defines"]:
+            raise ValueError(f"TensorFlow compile flags lack -D{required}")
+    if not parsed["std"]:
+        raise ValueError("TensorFlow compile flags lack a C++ standard")
+    return parsed
+
+
+def parse_link_flags(flags):
+    """Splits tf.sysconfig.get_link_flags() into library dir and file name."""
+    lib_dirs = [f[2:] for f in flags if f.startswith("-L")]
+    libs = [f for f in flags if f.startswith("-l")]
+    if len(lib_dirs) != 1 or len(libs) != 1:
+        raise ValueError(f"unexpected TensorFlow link flags: {flags}")
+    lib = libs[0][2:]
+    # `-l:libfoo.so.2` names a file; `-lfoo` names libfoo.so.
+    lib_name = lib[1:] if lib.startswith(":") else f"lib{lib}.so"
+    return lib_dirs[0], lib_name
+
+
+def nvcc_capabilities(nvcc, tf_capabilities):
+    """TensorFlow's CUDA capabilities that this nvcc can still target.
+
+    TensorFlow lists e.g. sm_60 and compute_90; newer nvcc releases drop old
+    architectures, so keep those nvcc supports and, if TensorFlow's oldest
+    ones are gone, start from nvcc's oldest supported one.
+    """
+    out = subprocess.run(
+        [nvcc, "--list-gpu-arch"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    supported = sorted(
+        int(a[len(_COMPUTE_PREFIX) :]) for a in out if a.startswith(_COMPUTE_PREFIX)
+    )
+    wanted = sorted({int(re.sub(r"\D", "", c)) for c in tf_capabilities})
+    if not supported or not wanted:
+        return []
+    kept = [c for c in wanted if c in supported]
+    if wanted[0] < supported[0] and supported[0] not in kept:
+        kept.insert(0, supported[0])
+    return [str(c) for c in sorted(kept)]
+
+
+def find_nvcc():
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return None, None
+    # /usr/local/bin/nvcc may be a wrapper script; ask nvcc where CUDA lives.
+    probe = subprocess.run(
+        [nvcc, "--dryrun", "-E", "-x", "cu", os.devnull],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    match = re.search(r"#\$ TOP=(\S+)", probe.stdout + probe.stderr)
+    if not match:
+        raise RuntimeError(f"cannot find the CUDA toolkit of {nvcc}")
+    return nvcc, os.path.realpath(match.group(1))
+
+
+def collect():
+    import tensorflow as tf
+
+    compile_flags = parse_compile_flags(tf.sysconfig.get_compile_flags())
+    lib_dir, lib_name = parse_link_flags(tf.sysconfig.get_link_flags())
+    info = tf.sysconfig.get_build_info()
+    values = {
+        "TF_VERSION": tf.__version__,
+        "TF_HEADER_DIR": compile_flags["include_dirs"][0],
+        "TF_SHARED_LIBRARY_DIR": lib_dir,
+        "TF_SHARED_LIBRARY_NAME": lib_name,
+        "TF_CXX11_ABI_FLAG": compile_flags["defines"]["_GLIBCXX_USE_CXX11_ABI"],
+        "TF_CXX_STANDARD": compile_flags["std"],
+        "TF_EIGEN_MAX_ALIGN_BYTES": compile_flags["defines"]["EIGEN_MAX_ALIGN_BYTES"],
+        "TF_IS_CUDA_BUILD": "1" if info.get("is_cuda_build") else "0",
+        "TF_CUDA_VERSION": info.get("cuda_version", ""),
+        "PYTHON_BIN_PATH": sys.executable,
+    }
+    nvcc, cuda_dir = find_nvcc()
+    if nvcc and info.get("is_cuda_build"):
+        values["NVCC_PATH"] = nvcc
+        values["CUDA_TOOLKIT_PATH"] = cuda_dir
+        values["TF_CUDA_CAPABILITIES"] = ",".join(
+            nvcc_capabilities(nvcc, info.get("cuda_compute_capabilities", []))
+        )
+    return values
+
+
+def asan_runtime():
+    """Path of the compiler's ASan runtime, preloaded into tests under asan."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        return None
+    path = subprocess.run(
+        [cxx, "-print-file-name=libasan.so"], capture_output=True, text=True
+    ).stdout.strip()
+    return os.path.realpath(path) if os.path.isabs(path) else None
+
+
+def render(values, asan_lib):
+    lines = [
+        "# Generated by tools/configure.py from the installed TensorFlow.",
+        "# Do not edit; re-run the script instead.",
+    ]
+    for key in sorted(values):
+        lines.append(f"build --repo_env={key}={values[key]}")
+    lines.append(f"build --action_env=PYTHON_BIN_PATH={values['PYTHON_BIN_PATH']}")
+    if asan_lib:
+        lines.append(f"test:asan --test_env=LD_PRELOAD={asan_lib}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", default=os.path.join(root, ".tf_configure.bazelrc"))
+    args = parser.parse_args(argv)
+    text = render(collect(), asan_runtime())
+    old = None
+    if os.path.exists(args.output):
+        with open(args.output) as f:
+            old = f.read()
+    if old != text:
+        with open(args.output, "w") as f:
+            f.write(text)
+    print(("wrote " if old != text else "unchanged ") + args.output)
+
+
+if __name__ == "__main__":
+    main()
