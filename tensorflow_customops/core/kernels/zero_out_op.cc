@@ -32,8 +32,7 @@ struct ZeroOut<CPUDevice, T> {
                                       /*bytes_stored=*/sizeof(T),
                                       /*compute_cycles=*/1),
                   [&output](Eigen::Index begin, Eigen::Index end) {
-                    std::fill(output.data() + begin, output.data() + end,
-                              T(0));
+                    std::fill(output.data() + begin, output.data() + end, T(0));
                   });
     output(0) = first;
   }
@@ -57,8 +56,8 @@ class ZeroOutOp : public OpKernel {
   }
 };
 
-#define REGISTER_CPU(T)                                                   \
-  REGISTER_KERNEL_BUILDER(                                                \
+#define REGISTER_CPU(T)                                                    \
+  REGISTER_KERNEL_BUILDER(                                                 \
       Name("CustomOps>ZeroOut").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
       ZeroOutOp<CPUDevice, T>);
 TF_CALL_int32(REGISTER_CPU);
@@ -90,8 +89,8 @@ REGISTER_KERNEL_BUILDER(Name("CustomOps>ZeroOut")
                             .TypeConstraint<int32>("T"),
                         ZeroOutOp<CPUDevice, int32>);
 
-#define REGISTER_GPU(T)                                                   \
-  REGISTER_KERNEL_BUILDER(                                                \
+#define REGISTER_GPU(T)                                                    \
+  REGISTER_KERNEL_BUILDER(                                                 \
       Name("CustomOps>ZeroOut").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
       ZeroOutOp<GPUDevice, T>);
 TF_CALL_int64(REGISTER_GPU);

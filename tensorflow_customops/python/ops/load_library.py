@@ -68,7 +68,7 @@ def load_from(path, built_against):
         ) from e
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_op_library():
     """Returns the module of generated op wrappers; loads the library on first use."""
     return load_from(library_path(), _build_info.TF_VERSION)

@@ -1,0 +1,130 @@
+"""Tests of tools/configure.py: every value comes from tf.sysconfig, and the
+output is stable across runs."""
+
+import os
+import stat
+import tempfile
+import unittest
+
+import tensorflow as tf
+
+from tools import configure
+
+
+def _bazelrc_values(text):
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("build --repo_env="):
+            key, _, value = line[len("build --repo_env=") :].partition("=")
+            values[key] = value
+    return values
+
+
+class ParseTest(unittest.TestCase):
+    def test_compile_flags(self):
+        parsed = configure.parse_compile_flags(
+            ["-I/x/include", "-D_GLIBCXX_USE_CXX11_ABI=0", "-std=c++20"]
+            + ["-DEIGEN_MAX_ALIGN_BYTES=32"]
+        )
+        self.assertEqual(parsed["include_dirs"], ["/x/include"])
+        self.assertEqual(parsed["defines"]["_GLIBCXX_USE_CXX11_ABI"], "0")
+        self.assertEqual(parsed["defines"]["EIGEN_MAX_ALIGN_BYTES"], "32")
+        self.assertEqual(parsed["std"], "c++20")
+
+    def test_unknown_or_missing_flags_are_errors(self):
+        base = ["-I/x", "-D_GLIBCXX_USE_CXX11_ABI=1", "--std=c++17"]
+        with self.assertRaisesRegex(ValueError, "EIGEN_MAX_ALIGN_BYTES"):
+            configure.parse_compile_flags(base)
+        with self.assertRaisesRegex(ValueError, "unrecognised.*-fopenmp"):
+            configure.parse_compile_flags(
+                base + ["-DEIGEN_MAX_ALIGN_BYTES=64", "-fopenmp"]
+            )
+
+    def test_link_flags(self):
+        self.assertEqual(
+            configure.parse_link_flags(["-L/tf", "-l:libtensorflow_framework.so.2"]),
+            ("/tf", "libtensorflow_framework.so.2"),
+        )
+        self.assertEqual(
+            configure.parse_link_flags(["-L/tf", "-ltensorflow_framework"]),
+            ("/tf", "libtensorflow_framework.so"),
+        )
+        with self.assertRaisesRegex(ValueError, "unexpected"):
+            configure.parse_link_flags(["-L/tf"])
+
+    def _fake_nvcc(self, archs):
+        path = os.path.join(tempfile.mkdtemp(), "nvcc")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho '%s'\n" % " ".join(archs))
+        os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+        return path
+
+    def test_nvcc_capabilities_drop_what_nvcc_cannot_build(self):
+        nvcc = self._fake_nvcc(["compute_75", "compute_80", "compute_89", "compute_90"])
+        tf_caps = ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]
+        # sm_60 and sm_70 are gone; nvcc's oldest (75) takes their place.
+        self.assertEqual(
+            configure.nvcc_capabilities(nvcc, tf_caps), ["75", "80", "89", "90"]
+        )
+
+    def test_nvcc_capabilities_keep_tensorflow_list_when_supported(self):
+        nvcc = self._fake_nvcc(["compute_50", "compute_60", "compute_70", "compute_80"])
+        self.assertEqual(
+            configure.nvcc_capabilities(nvcc, ["sm_60", "sm_80"]), ["60", "80"]
+        )
+
+
+class ConfigureTest(unittest.TestCase):
+    def test_values_come_from_tf_sysconfig(self):
+        values = configure.collect()
+        flags = tf.sysconfig.get_compile_flags()
+        self.assertIn("-I" + values["TF_HEADER_DIR"], flags)
+        self.assertIn("-D_GLIBCXX_USE_CXX11_ABI=" + values["TF_CXX11_ABI_FLAG"], flags)
+        self.assertIn(
+            "-DEIGEN_MAX_ALIGN_BYTES=" + values["TF_EIGEN_MAX_ALIGN_BYTES"], flags
+        )
+        self.assertTrue(
+            any(f.endswith("std=" + values["TF_CXX_STANDARD"]) for f in flags)
+        )
+        self.assertIn(
+            "-L" + values["TF_SHARED_LIBRARY_DIR"], tf.sysconfig.get_link_flags()
+        )
+        self.assertTrue(
+            os.path.exists(
+                os.path.join(
+                    values["TF_SHARED_LIBRARY_DIR"], values["TF_SHARED_LIBRARY_NAME"]
+                )
+            )
+        )
+        self.assertEqual(values["TF_VERSION"], tf.__version__)
+        info = tf.sysconfig.get_build_info()
+        self.assertEqual(values["TF_IS_CUDA_BUILD"] == "1", bool(info["is_cuda_build"]))
+
+    def test_output_is_written_once_and_stable(self):
+        output = os.path.join(tempfile.mkdtemp(), ".tf_configure.bazelrc")
+        configure.main(["--output", output])
+        with open(output) as f:
+            first = f.read()
+        mtime = os.stat(output).st_mtime_ns
+        configure.main(["--output", output])
+        with open(output) as f:
+            self.assertEqual(f.read(), first)
+        self.assertEqual(os.stat(output).st_mtime_ns, mtime)
+        values = _bazelrc_values(first)
+        self.assertEqual(values["TF_VERSION"], tf.__version__)
+        for required in [
+            "PYTHON_BIN_PATH",
+            "TF_HEADER_DIR",
+            "TF_SHARED_LIBRARY_DIR",
+            "TF_SHARED_LIBRARY_NAME",
+            "TF_CXX11_ABI_FLAG",
+            "TF_CXX_STANDARD",
+            "TF_EIGEN_MAX_ALIGN_BYTES",
+            "TF_IS_CUDA_BUILD",
+            "TF_CUDA_VERSION",
+        ]:
+            self.assertIn(required, values)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,159 @@
+"""End-to-end test of the wheel: build it with build_pip_pkg, install it into a
+new virtualenv without network, and use it from outside the source tree."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+import tensorflow as tf
+
+
+def _clean_env():
+    # Bazel's Python stub points PYTHONPATH at the runfiles; the installed
+    # wheel must be found on its own.
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+
+
+class PipWheelTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        builder = os.path.join(
+            os.environ["TEST_SRCDIR"], "org_tensorflow_customops", "build_pip_pkg"
+        )
+        built = subprocess.run(
+            [builder, os.path.join(tmp, "dist")],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        cls.wheel = built.stdout.strip().splitlines()[-1]
+        venv = os.path.join(tmp, "venv")
+        # TensorFlow itself comes from the system site-packages.
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--system-site-packages", venv], check=True
+        )
+        cls.python = os.path.join(venv, "bin", "python")
+        subprocess.run(
+            [cls.python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps"]
+            + ["--no-cache-dir", cls.wheel],
+            check=True,
+            env=_clean_env(),
+        )
+        cls.site_packages = subprocess.run(
+            [
+                cls.python,
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        cls.elsewhere = os.path.join(tmp, "elsewhere")
+        os.makedirs(cls.elsewhere)
+
+    def run_installed(self, code, check=True):
+        env = _clean_env()
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        return subprocess.run(
+            [self.python, "-c", code],
+            cwd=self.elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=check,
+        )
+
+    def test_zero_out_from_outside_the_source_tree(self):
+        out = self.run_installed(
+            "import tensorflow_customops as tfco;"
+            "print(tfco.__file__);"
+            "print(tfco.zero_out([[1, 2], [3, 4]]))"
+        ).stdout
+        self.assertIn("[[1 0]\n [0 0]]", out)
+        self.assertTrue(out.startswith(self.site_packages), out)
+
+    def test_build_info_of_installed_package(self):
+        out = self.run_installed(
+            "import tensorflow_customops as tfco; print(tfco.build_info())"
+        ).stdout
+        self.assertIn(f"'tf_version': '{tf.__version__}'", out)
+        self.assertIn("'cxx11_abi_flag':", out)
+
+    def test_other_tensorflow_release_is_refused_with_a_clear_error(self):
+        result = self.run_installed(
+            "import tensorflow as tf; tf.__version__ = '2.99.0';"
+            "import tensorflow_customops",
+            check=False,
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn(
+            f"built against TensorFlow {tf.__version__}, but TensorFlow 2.99.0 is "
+            "installed",
+            result.stderr,
+        )
+
+    def test_wheel_tags(self):
+        name = os.path.basename(self.wheel)
+        py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+        self.assertTrue(name.startswith("tensorflow_customops-"), name)
+        self.assertIn(f"-{py_tag}-{py_tag}-", name)
+        self.assertRegex(name, r"-(manylinux_\d+_\d+|linux)_x86_64\.whl$")
+
+    def test_requires_pins_tensorflow_minor_release(self):
+        major, minor = (int(v) for v in tf.__version__.split(".")[:2])
+        with zipfile.ZipFile(self.wheel) as whl:
+            metadata = next(
+                whl.read(n).decode() for n in whl.namelist() if n.endswith("/METADATA")
+            )
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in metadata.splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+        self.assertEqual(
+            requires, [f"tensorflow<{major}.{minor + 1},>={major}.{minor}.0"]
+        )
+
+    def test_wheel_holds_the_package_only(self):
+        with zipfile.ZipFile(self.wheel) as whl:
+            names = whl.namelist()
+        self.assertIn("tensorflow_customops/python/ops/_custom_ops.so", names)
+        self.assertIn("tensorflow_customops/_build_info.py", names)
+        for name in names:
+            self.assertTrue(
+                name.startswith(("tensorflow_customops/", "tensorflow_customops-")),
+                name,
+            )
+            self.assertNotIn("kernel_tests", name)
+            self.assertFalse(name.endswith(("BUILD", "_test.py", ".bzl")), name)
+        # auditwheel must not have vendored TensorFlow's own library.
+        self.assertFalse([n for n in names if "libtensorflow_framework" in n])
+
+    def test_library_has_no_build_tree_paths(self):
+        library = os.path.join(
+            self.site_packages,
+            "tensorflow_customops",
+            "python",
+            "ops",
+            "_custom_ops.so",
+        )
+        dynamic = subprocess.run(
+            ["readelf", "--dynamic", library],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        self.assertIn("libtensorflow_framework.so.2", dynamic)
+        for line in dynamic.splitlines():
+            if "RPATH" in line or "RUNPATH" in line:
+                self.assertNotIn("bazel", line)
+                self.assertNotIn("_solib", line)
+
+
+if __name__ == "__main__":
+    unittest.main()
