@@ -2,6 +2,7 @@
 
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
   tfco_custom_op_library the shared library Python loads
+  tfco_cc_test           a C++ test of specs, shape functions and gradients
   tfco_py_test           a Python test that uses the ops
   tfco_build_info        the module recording how the library was built
 
@@ -16,6 +17,7 @@ load(
     "TF_CXX11_ABI_FLAG",
     "TF_CXX_STANDARD",
     "TF_EIGEN_MAX_ALIGN_BYTES",
+    "TF_SHARED_LIBRARY_DIR",
     "TF_SHARED_LIBRARY_NAME",
     "TF_VERSION",
 )
@@ -153,6 +155,33 @@ def tfco_custom_op_library(name, deps, **kwargs):
             _USING_CUDA: ["-Wl,--exclude-libs,libcudart_static.a"],
             "//conditions:default": [],
         }) + _ASAN_LINKOPTS,
+        **kwargs
+    )
+
+def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
+    """A C++ test linked against TensorFlow's framework library.
+
+    The framework library is found through an rpath to the installed
+    TensorFlow: acceptable for a test binary, never used for the op library.
+
+    Args:
+      name: test name.
+      srcs: C++ sources with a main().
+      deps: tfco_cc_library targets under test.
+      size: Bazel test size.
+      **kwargs: passed to cc_test.
+    """
+    native.cc_test(
+        name = name,
+        srcs = srcs,
+        size = size,
+        copts = _COPTS,
+        deps = deps + [_TF_HEADERS],
+        additional_linker_inputs = [_TF_FRAMEWORK],
+        linkopts = [
+            "$(location %s)" % _TF_FRAMEWORK,
+            "-Wl,-rpath," + TF_SHARED_LIBRARY_DIR,
+        ] + _ASAN_LINKOPTS,
         **kwargs
     )
 
