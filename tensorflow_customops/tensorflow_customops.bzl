@@ -185,7 +185,7 @@ def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
         **kwargs
     )
 
-def tfco_py_test(name, srcs, deps = [], size = "medium", **kwargs):
+def tfco_py_test(name, srcs, deps = [], size = "small", **kwargs):
     """A Python test of the ops, run with the interpreter that has TensorFlow.
 
     Args:

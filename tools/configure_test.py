@@ -55,7 +55,7 @@ class ParseTest(unittest.TestCase):
     def _fake_nvcc(self, archs):
         path = os.path.join(tempfile.mkdtemp(), "nvcc")
         with open(path, "w") as f:
-            f.write("#!/bin/sh\necho '%s'\n" % " ".join(archs))
+            f.write(f"#!/bin/sh\necho '{' '.join(archs)}'\n")
         os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
         return path
 
