@@ -104,10 +104,15 @@ def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwar
       srcs: C++ sources compiled by the host compiler.
       hdrs: headers, shared by the CPU and GPU sources.
       gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
-      deps: other tfco_cc_library targets.
+      deps: other tfco_cc_library targets (their headers reach nvcc too).
       **kwargs: passed to cc_library (visibility, ...).
     """
-    gpu_objects = _nvcc_objects(name, gpu_srcs, hdrs) if gpu_srcs else []
+    # Headers of this library and, transitively, of its deps, for nvcc.
+    native.filegroup(
+        name = name + "_hdrs",
+        srcs = hdrs + [dep + "_hdrs" for dep in deps],
+    )
+    gpu_objects = _nvcc_objects(name, gpu_srcs, [name + "_hdrs"]) if gpu_srcs else []
     native.cc_library(
         name = name,
         srcs = srcs + select({

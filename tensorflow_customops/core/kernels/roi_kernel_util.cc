@@ -1,0 +1,243 @@
+#define EIGEN_USE_THREADS
+
+#include "tensorflow_customops/core/kernels/roi_kernel_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/lib/core/errors.h"
+#include "tensorflow/core/util/overflow.h"
+
+namespace tensorflow {
+namespace roi {
+
+absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
+                          RoiAttrs* attrs) {
+  TF_RETURN_IF_ERROR(context->GetAttr("pooled_height", &attrs->pooled_height));
+  TF_RETURN_IF_ERROR(context->GetAttr("pooled_width", &attrs->pooled_width));
+  TF_RETURN_IF_ERROR(context->GetAttr("spatial_scale", &attrs->spatial_scale));
+  if (!std::isfinite(attrs->spatial_scale) || attrs->spatial_scale <= 0) {
+    return errors::InvalidArgument(
+        "spatial_scale must be finite and positive, got ",
+        attrs->spatial_scale);
+  }
+  if (kind == OpKind::kAlign || kind == OpKind::kPsAlign) {
+    TF_RETURN_IF_ERROR(
+        context->GetAttr("sampling_ratio", &attrs->sampling_ratio));
+    if (attrs->sampling_ratio > kMaxSamplingRatio) {
+      return errors::InvalidArgument(
+          "sampling_ratio must be at most ", kMaxSamplingRatio,
+          " (or <= 0 for an adaptive grid), got ", attrs->sampling_ratio);
+    }
+  }
+  if (kind == OpKind::kAlign) {
+    TF_RETURN_IF_ERROR(context->GetAttr("aligned", &attrs->aligned));
+  }
+  std::string data_format;
+  TF_RETURN_IF_ERROR(context->GetAttr("data_format", &data_format));
+  attrs->nchw = data_format == "NCHW";
+  attrs->position_sensitive =
+      kind == OpKind::kPsPool || kind == OpKind::kPsAlign;
+  attrs->align = kind == OpKind::kAlign || kind == OpKind::kPsAlign;
+  return absl::OkStatus();
+}
+
+absl::Status GetFeatureSizes(const TensorShape& features_shape,
+                             const RoiAttrs& attrs, const char* arg_name,
+                             RoiShape* shape) {
+  if (features_shape.dims() != 4) {
+    return errors::InvalidArgument(arg_name, " must be 4-D (",
+                                   attrs.nchw ? "NCHW" : "NHWC", "), got shape ",
+                                   features_shape.DebugString());
+  }
+  shape->batch = features_shape.dim_size(0);
+  shape->height = features_shape.dim_size(attrs.nchw ? 2 : 1);
+  shape->width = features_shape.dim_size(attrs.nchw ? 3 : 2);
+  shape->channels = features_shape.dim_size(attrs.nchw ? 1 : 3);
+  shape->pooled_height = attrs.pooled_height;
+  shape->pooled_width = attrs.pooled_width;
+  // argmax stores h * width + w in an int32.
+  const int64_t area = MultiplyWithoutOverflow(shape->height, shape->width);
+  if (area < 0 || area > std::numeric_limits<int32_t>::max()) {
+    return errors::InvalidArgument(arg_name,
+                                   " height * width must be below 2^31, got ",
+                                   shape->height, " * ", shape->width);
+  }
+  shape->out_channels = shape->channels;
+  if (attrs.position_sensitive) {
+    const int64_t bins =
+        static_cast<int64_t>(attrs.pooled_height) * attrs.pooled_width;
+    if (shape->channels % bins != 0) {
+      return errors::InvalidArgument(
+          arg_name, " channels (", shape->channels,
+          ") must be divisible by the number of output bins pooled_height * "
+          "pooled_width = ",
+          bins);
+    }
+    shape->out_channels = shape->channels / bins;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRois(const Tensor& rois, RoiShape* shape) {
+  if (rois.dims() != 2 || rois.dim_size(1) != 5) {
+    return errors::InvalidArgument(
+        "rois must have shape [K, 5] with rows (batch_index, x1, y1, x2, y2), "
+        "got shape ",
+        rois.shape().DebugString());
+  }
+  shape->num_rois = rois.dim_size(0);
+  const float* data = rois.flat<float>().data();
+  for (int64_t k = 0; k < shape->num_rois; ++k) {
+    const float* roi = data + k * 5;
+    for (int i = 0; i < 5; ++i) {
+      if (!std::isfinite(roi[i])) {
+        return errors::InvalidArgument("rois[", k, ", ", i,
+                                       "] is not finite: ", roi[i]);
+      }
+    }
+    const float index = roi[0];
+    if (index != std::floor(index) || index < 0 ||
+        index >= static_cast<float>(shape->batch)) {
+      return errors::InvalidArgument(
+          "rois[", k, ", 0] (batch index) must be an integer in [0, ",
+          shape->batch, "), got ", index);
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename A>
+absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
+  // Pooling ops have no grid; explicit ratios are bounded by the attr check.
+  if (!attrs.align || attrs.sampling_ratio > 0) return absl::OkStatus();
+  const bool ps = attrs.position_sensitive;
+  const float* data = rois.flat<float>().data();
+  for (int64_t k = 0; k < rois.dim_size(0); ++k) {
+    const AlignBox<A> box = MakeAlignBox<A>(
+        data + k * 5, attrs.spatial_scale, attrs.pooled_height,
+        attrs.pooled_width, 0, /*half_pixel_offset=*/ps || attrs.aligned,
+        /*min_size_one=*/!ps && !attrs.aligned);
+    const int64_t samples = static_cast<int64_t>(std::max(box.grid_h, 0)) *
+                            std::max(box.grid_w, 0);
+    if (box.grid_h > kMaxSamplesPerBin || box.grid_w > kMaxSamplesPerBin ||
+        samples > kMaxSamplesPerBin) {
+      return errors::InvalidArgument(
+          "rois[", k, "] needs an adaptive sampling grid of ", box.grid_h,
+          " x ", box.grid_w, " points per output bin, above the limit of ",
+          kMaxSamplesPerBin,
+          " (the box is far larger than the output bins: check the box "
+          "coordinates and spatial_scale, or set sampling_ratio)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+template absl::Status ValidateSamplingGrid<float>(const Tensor&,
+                                                  const RoiAttrs&);
+template absl::Status ValidateSamplingGrid<double>(const Tensor&,
+                                                   const RoiAttrs&);
+
+absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
+                         TensorShape* out) {
+  *out = TensorShape();
+  const int64_t dims_nhwc[] = {shape.num_rois, attrs.pooled_height,
+                               attrs.pooled_width, shape.out_channels};
+  const int64_t dims_nchw[] = {shape.num_rois, shape.out_channels,
+                               attrs.pooled_height, attrs.pooled_width};
+  for (int64_t dim : attrs.nchw ? dims_nchw : dims_nhwc) {
+    TF_RETURN_IF_ERROR(out->AddDimWithStatus(dim));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
+                                     TensorShape* out) {
+  if (features_shape.dims() != 1 || features_shape.NumElements() != 4) {
+    return errors::InvalidArgument(
+        "features_shape must be a vector of 4 elements, got shape ",
+        features_shape.shape().DebugString());
+  }
+  const auto dims = features_shape.vec<int32_t>();
+  *out = TensorShape();
+  for (int i = 0; i < 4; ++i) {
+    if (dims(i) < 0) {
+      return errors::InvalidArgument("features_shape[", i,
+                                     "] must be non-negative, got ", dims(i));
+    }
+    TF_RETURN_IF_ERROR(out->AddDimWithStatus(dims(i)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
+                                  const RoiShape& shape, const RoiAttrs& attrs,
+                                  const char* arg_name) {
+  TensorShape expected;
+  TF_RETURN_IF_ERROR(PooledShape(shape, attrs, &expected));
+  if (grad_shape != expected) {
+    return errors::InvalidArgument(arg_name, " must have shape ",
+                                   expected.DebugString(), ", got ",
+                                   grad_shape.DebugString());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
+                             const RoiAttrs& attrs, bool double_precision,
+                             RoiShape* shape, TensorShape* pooled_shape) {
+  TF_RETURN_IF_ERROR(
+      GetFeatureSizes(features.shape(), attrs, "features", shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
+  TF_RETURN_IF_ERROR(double_precision ? ValidateSamplingGrid<double>(rois, attrs)
+                                      : ValidateSamplingGrid<float>(rois, attrs));
+  return PooledShape(*shape, attrs, pooled_shape);
+}
+
+absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
+                              const Tensor& features_shape,
+                              const RoiAttrs& attrs, bool double_precision,
+                              RoiShape* shape,
+                              TensorShape* features_tensor_shape) {
+  TF_RETURN_IF_ERROR(
+      FeaturesShapeFromTensor(features_shape, features_tensor_shape));
+  TF_RETURN_IF_ERROR(GetFeatureSizes(*features_tensor_shape, attrs,
+                                     "features_shape", shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
+  TF_RETURN_IF_ERROR(double_precision ? ValidateSamplingGrid<double>(rois, attrs)
+                                      : ValidateSamplingGrid<float>(rois, attrs));
+  return CheckPooledGradShape(grads.shape(), *shape, attrs, "grads");
+}
+
+absl::Status AllocateRoisScratch(OpKernelContext* context, bool on_gpu,
+                                 int64_t num_rois, Tensor* scratch,
+                                 float** data) {
+  *data = nullptr;
+  if (!on_gpu) return absl::OkStatus();
+  TF_RETURN_IF_ERROR(
+      context->allocate_temp(DT_FLOAT, TensorShape({num_rois, 5}), scratch));
+  *data = scratch->flat<float>().data();
+  return absl::OkStatus();
+}
+
+RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
+                             int64_t batch) {
+  RoisByImage groups;
+  groups.begin.assign(batch + 1, 0);
+  for (int64_t k = 0; k < num_rois; ++k) {
+    ++groups.begin[static_cast<int64_t>(rois[k * 5]) + 1];
+  }
+  for (int64_t n = 0; n < batch; ++n) groups.begin[n + 1] += groups.begin[n];
+  groups.order.resize(num_rois);
+  std::vector<int64_t> next(groups.begin.begin(), groups.begin.end() - 1);
+  for (int64_t k = 0; k < num_rois; ++k) {
+    groups.order[next[static_cast<int64_t>(rois[k * 5])]++] = k;
+  }
+  return groups;
+}
+
+}  // namespace roi
+}  // namespace tensorflow

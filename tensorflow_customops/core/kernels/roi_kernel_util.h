@@ -1,0 +1,155 @@
+// Host-side attribute parsing and input validation shared by the RoI kernels.
+// Every check runs before a kernel touches memory, and every failure is an
+// InvalidArgument naming the argument.
+
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+
+namespace tensorflow {
+namespace roi {
+
+// Attributes of a RoI op and its gradient.
+struct RoiAttrs {
+  int pooled_height = 0;
+  int pooled_width = 0;
+  float spatial_scale = 1.0f;
+  int sampling_ratio = 0;  // align ops only
+  bool aligned = false;    // RoiAlign only
+  bool nchw = false;
+  bool position_sensitive = false;
+  bool align = false;  // bilinear sampling (RoiAlign, PsRoiAlign)
+};
+
+enum class OpKind { kPool, kAlign, kPsPool, kPsAlign };
+
+// Reads and checks the attrs `kind` has (spatial_scale finite and > 0,
+// sampling_ratio <= kMaxSamplingRatio). pooled_height, pooled_width (>= 1)
+// and data_format (NHWC or NCHW) are already checked against the OpDef.
+absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
+                          RoiAttrs* attrs);
+
+// Checks that `features_shape` is a rank-4 shape in the attrs' data format and
+// returns its sizes; for position-sensitive ops also checks that the channels
+// divide into pooled_height * pooled_width groups.
+absl::Status GetFeatureSizes(const TensorShape& features_shape,
+                             const RoiAttrs& attrs, const char* arg_name,
+                             RoiShape* shape);
+
+// Checks rois: float [K, 5], every coordinate finite, every batch index an
+// integer in [0, batch). Fills shape->num_rois.
+absl::Status ValidateRois(const Tensor& rois, RoiShape* shape);
+
+// For the align ops: checks that no box needs an adaptive sampling grid above
+// kMaxSamplesPerBin points per bin. A is the kernel's accumulation type.
+template <typename A>
+absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs);
+
+// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW], with overflow
+// checks.
+absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
+                         TensorShape* out);
+
+// Reads a gradient op's `features_shape` input (int32 [4], host memory).
+absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
+                                     TensorShape* out);
+
+// Checks that a gradient op's incoming gradient has the pooled shape.
+absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
+                                  const RoiShape& shape, const RoiAttrs& attrs,
+                                  const char* arg_name);
+
+// The rois of batch image n are order[begin[n]] .. order[begin[n + 1] - 1],
+// in increasing roi index: what a backward pass that shards over images needs
+// to accumulate in a fixed order.
+struct RoisByImage {
+  std::vector<int64_t> order;
+  std::vector<int64_t> begin;
+};
+RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
+                             int64_t batch);
+
+// Everything a forward kernel checks before allocating: features, rois, the
+// sampling grid (align ops), and the pooled output shape.
+absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
+                             const RoiAttrs& attrs, bool double_precision,
+                             RoiShape* shape, TensorShape* pooled_shape);
+
+// The same for a gradient kernel: features_shape, rois, the sampling grid,
+// and that grads has the pooled shape.
+absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
+                              const Tensor& features_shape,
+                              const RoiAttrs& attrs, bool double_precision,
+                              RoiShape* shape, TensorShape* features_tensor_shape);
+
+// GPU kernels read the (validated, host-memory) rois from a device copy:
+// allocates it when `on_gpu`, else sets *data to nullptr.
+absl::Status AllocateRoisScratch(OpKernelContext* context, bool on_gpu,
+                                 int64_t num_rois, Tensor* scratch,
+                                 float** data);
+
+// Runs a CPU backward pass deterministically and in parallel. Work item
+// (image n, block of output channels) calls
+//   body(n, c_begin, c_end, A* image_grad)
+// which adds into image n's gradient (laid out as the features) for output
+// channels [c_begin, c_end) only: as every output channel maps to its own
+// input channels, no two items write the same element, and each element sums
+// its contributions in the order the body visits them, whatever the thread
+// count. Half and bfloat16 gradients accumulate in float and round once.
+// Requires EIGEN_USE_THREADS.
+template <typename T, typename Body>
+void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
+                      const Layout& features_layout, int64_t cost_per_channel,
+                      T* grad_features, const Body& body) {
+  typedef typename AccumulatorType<T>::type A;
+  const int64_t size = s.batch * s.height * s.width * s.channels;
+  constexpr bool kSeparateBuffer = !std::is_same<T, A>::value;
+  std::vector<A> buffer(kSeparateBuffer ? size : 0);
+  A* out =
+      kSeparateBuffer ? buffer.data() : reinterpret_cast<A*>(grad_features);
+  std::fill(out, out + size, A(0));
+  const int64_t block = std::max<int64_t>(1, (s.out_channels + 7) / 8);
+  const int64_t blocks = (s.out_channels + block - 1) / block;
+  d.parallelFor(s.batch * blocks,
+                Eigen::TensorOpCost(cost_per_channel * block,
+                                    cost_per_channel * block,
+                                    cost_per_channel * block),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t item = begin; item < end; ++item) {
+                    const int64_t n = item / blocks;
+                    const int64_t c_begin = item % blocks * block;
+                    const int64_t c_end =
+                        std::min(c_begin + block, s.out_channels);
+                    body(n, c_begin, c_end, out + n * features_layout.n_stride);
+                  }
+                });
+  if (kSeparateBuffer) {
+    d.parallelFor(size, Eigen::TensorOpCost(sizeof(A), sizeof(T), 1),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t i = begin; i < end; ++i) {
+                      grad_features[i] = static_cast<T>(buffer[i]);
+                    }
+                  });
+  }
+}
+
+// Layouts of the feature map and of the pooled tensor.
+inline Layout FeatureLayout(const RoiShape& s, const RoiAttrs& a) {
+  return Layout::Make(a.nchw, s.height, s.width, s.channels);
+}
+inline Layout PooledLayout(const RoiShape& s, const RoiAttrs& a) {
+  return Layout::Make(a.nchw, a.pooled_height, a.pooled_width, s.out_channels);
+}
+
+}  // namespace roi
+}  // namespace tensorflow
+
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_

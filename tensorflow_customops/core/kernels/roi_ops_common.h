@@ -1,0 +1,219 @@
+// Shared by the RoI kernels (RoiPool, RoiAlign, PsRoiPool, PsRoiAlign), on
+// CPU and GPU: feature-map layout, box geometry, bilinear sampling, and the
+// host-side validation every kernel runs before touching memory.
+//
+// Semantics follow torchvision.ops: a box row is (batch_index, x1, y1, x2, y2)
+// in input-image coordinates, multiplied by spatial_scale to reach
+// feature-map coordinates.
+
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "tensorflow/core/framework/tensor_types.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tensorflow {
+namespace roi {
+
+// Accumulation type: half and bfloat16 accumulate in float, as does float;
+// double stays double.
+template <typename T>
+struct AccumulatorType {
+  typedef float type;
+};
+template <>
+struct AccumulatorType<double> {
+  typedef double type;
+};
+
+// Upper bound on sampling_ratio, and on the adaptive sampling grid of one
+// output bin (kMaxSamplingRatio squared points). An adaptive grid beyond it
+// means a box dozens of bins wide per output bin (usually coordinates in the
+// wrong scale) and would run for minutes, so it is rejected instead.
+constexpr int kMaxSamplingRatio = 64;
+constexpr int64_t kMaxSamplesPerBin =
+    static_cast<int64_t>(kMaxSamplingRatio) * kMaxSamplingRatio;
+
+// Element offsets of a 4-D tensor in NHWC or NCHW layout, as strides of the
+// logical (n, h, w, c) indices. Kernels index through this, so one code path
+// serves both layouts with the same arithmetic order, and so the same numbers.
+struct Layout {
+  int64_t n_stride;
+  int64_t h_stride;
+  int64_t w_stride;
+  int64_t c_stride;
+
+  static Layout Make(bool nchw, int64_t height, int64_t width,
+                     int64_t channels) {
+    if (nchw) {
+      return Layout{channels * height * width, width, 1, height * width};
+    }
+    return Layout{height * width * channels, width * channels, channels, 1};
+  }
+
+  EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t Offset(int64_t n, int64_t h,
+                                                        int64_t w,
+                                                        int64_t c) const {
+    return n * n_stride + h * h_stride + w * w_stride + c * c_stride;
+  }
+};
+
+// Sizes shared by a forward op and its gradient.
+struct RoiShape {
+  int64_t batch;
+  int64_t height;
+  int64_t width;
+  int64_t channels;  // of the feature map
+  int64_t num_rois;
+  int pooled_height;
+  int pooled_width;
+  int64_t out_channels;  // channels / (pooled_height * pooled_width) for PS ops
+};
+
+// The four corner offsets (h * h_stride + w * w_stride) and weights of one
+// bilinear sample; `valid` is false for points more than one pixel outside
+// the map, which contribute nothing.
+template <typename A>
+struct BilinearSample {
+  bool valid;
+  int64_t offset[4];
+  A weight[4];
+};
+
+// Bilinear interpolation as torchvision's RoIAlign defines it: points up to
+// one pixel outside the map are clamped to the border, farther ones are
+// dropped.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A> Bilinear(
+    A y, A x, int64_t height, int64_t width, const Layout& layout) {
+  BilinearSample<A> s;
+  if (y < A(-1) || y > A(height) || x < A(-1) || x > A(width) || height <= 0 ||
+      width <= 0) {
+    s.valid = false;
+    return s;
+  }
+  s.valid = true;
+  if (y <= A(0)) y = A(0);
+  if (x <= A(0)) x = A(0);
+  int64_t y_low = static_cast<int64_t>(y);
+  int64_t x_low = static_cast<int64_t>(x);
+  int64_t y_high, x_high;
+  if (y_low >= height - 1) {
+    y_high = y_low = height - 1;
+    y = A(y_low);
+  } else {
+    y_high = y_low + 1;
+  }
+  if (x_low >= width - 1) {
+    x_high = x_low = width - 1;
+    x = A(x_low);
+  } else {
+    x_high = x_low + 1;
+  }
+  const A ly = y - A(y_low);
+  const A lx = x - A(x_low);
+  const A hy = A(1) - ly;
+  const A hx = A(1) - lx;
+  s.weight[0] = hy * hx;
+  s.weight[1] = hy * lx;
+  s.weight[2] = ly * hx;
+  s.weight[3] = ly * lx;
+  s.offset[0] = y_low * layout.h_stride + x_low * layout.w_stride;
+  s.offset[1] = y_low * layout.h_stride + x_high * layout.w_stride;
+  s.offset[2] = y_high * layout.h_stride + x_low * layout.w_stride;
+  s.offset[3] = y_high * layout.h_stride + x_high * layout.w_stride;
+  return s;
+}
+
+// Geometry of one box for the align ops, in feature-map coordinates.
+template <typename A>
+struct AlignBox {
+  A start_h;
+  A start_w;
+  A bin_h;
+  A bin_w;
+  int grid_h;  // sampling points per bin, vertically
+  int grid_w;
+};
+
+// RoiAlign (aligned=false keeps the legacy "at least 1x1" box) and PsRoiAlign
+// (always half-pixel offset, no minimum size) differ only in these flags.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
+    const float* roi, float spatial_scale, int pooled_height, int pooled_width,
+    int sampling_ratio, bool half_pixel_offset, bool min_size_one) {
+  const A offset = half_pixel_offset ? A(0.5) : A(0);
+  const A scale = static_cast<A>(spatial_scale);
+  AlignBox<A> box;
+  box.start_w = static_cast<A>(roi[1]) * scale - offset;
+  box.start_h = static_cast<A>(roi[2]) * scale - offset;
+  A roi_w = static_cast<A>(roi[3]) * scale - offset - box.start_w;
+  A roi_h = static_cast<A>(roi[4]) * scale - offset - box.start_h;
+  if (min_size_one) {
+    roi_w = roi_w > A(1) ? roi_w : A(1);
+    roi_h = roi_h > A(1) ? roi_h : A(1);
+  }
+  box.bin_h = roi_h / static_cast<A>(pooled_height);
+  box.bin_w = roi_w / static_cast<A>(pooled_width);
+  box.grid_h = sampling_ratio > 0
+                   ? sampling_ratio
+                   : static_cast<int>(std::ceil(roi_h / pooled_height));
+  box.grid_w = sampling_ratio > 0
+                   ? sampling_ratio
+                   : static_cast<int>(std::ceil(roi_w / pooled_width));
+  return box;
+}
+
+// Integer bin bounds [start, end) of the pooling ops along one axis.
+struct BinRange {
+  int64_t start;
+  int64_t end;
+};
+
+// torchvision's RoIPool rounds the box to whole pixels (half away from zero),
+// counts the end pixel as inside (+1) and clips bins to [0, size]. PsRoIPool
+// does not count the end pixel and clips to [0, size - 1]. A is the type
+// torchvision computes the bin size in.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BinRange PoolBin(float roi_start,
+                                                       float roi_end,
+                                                       float spatial_scale,
+                                                       int bin, int bins,
+                                                       int64_t size,
+                                                       bool position_sensitive) {
+  const A scale = static_cast<A>(spatial_scale);
+  const int64_t start =
+      static_cast<int64_t>(std::round(static_cast<A>(roi_start) * scale));
+  const int64_t end =
+      static_cast<int64_t>(std::round(static_cast<A>(roi_end) * scale));
+  int64_t extent = end - start + (position_sensitive ? 0 : 1);
+  if (extent < 1) extent = 1;
+  const A bin_size = static_cast<A>(extent) / static_cast<A>(bins);
+  int64_t lo = static_cast<int64_t>(std::floor(static_cast<A>(bin) * bin_size));
+  int64_t hi =
+      static_cast<int64_t>(std::ceil(static_cast<A>(bin + 1) * bin_size));
+  lo += start;
+  hi += start;
+  const int64_t limit = position_sensitive ? size - 1 : size;
+  lo = lo < 0 ? 0 : (lo > limit ? limit : lo);
+  hi = hi < 0 ? 0 : (hi > limit ? limit : hi);
+  return BinRange{lo, hi};
+}
+
+// Input channel read by output channel `c` of bin (ph, pw) in the
+// position-sensitive ops.
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t PsChannel(int64_t c, int ph,
+                                                         int pw,
+                                                         int pooled_height,
+                                                         int pooled_width) {
+  return (c * pooled_height + ph) * pooled_width + pw;
+}
+
+}  // namespace roi
+}  // namespace tensorflow
+
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_

@@ -1,0 +1,262 @@
+// GPU kernels of CustomOps>RoiPool and CustomOps>PsRoiPool (and their
+// gradients). Compiled by nvcc under --config=cuda; never run in this
+// project's CI, which has no GPU.
+//
+// The backward passes add into the feature gradient with atomics, so on GPU
+// their summation order, and the last bits of the result, can vary between
+// runs.
+
+#if GOOGLE_CUDA
+
+#define EIGEN_USE_GPU
+
+#include <cfloat>
+
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+
+namespace tensorflow {
+
+typedef Eigen::GpuDevice GPUDevice;
+
+namespace {
+
+struct PooledIndex {
+  int64_t k;
+  int ph;
+  int pw;
+  int64_t c;
+};
+
+// Logical (k, ph, pw, c) of linear index i of the pooled tensor.
+__device__ PooledIndex DecodePooled(int64_t i, const RoiPoolArgs& args) {
+  const roi::RoiShape& s = args.shape;
+  PooledIndex idx;
+  if (args.pooled_layout.c_stride == 1) {  // NHWC
+    idx.c = i % s.out_channels;
+    i /= s.out_channels;
+    idx.pw = static_cast<int>(i % s.pooled_width);
+    i /= s.pooled_width;
+    idx.ph = static_cast<int>(i % s.pooled_height);
+    idx.k = i / s.pooled_height;
+  } else {  // NCHW
+    idx.pw = static_cast<int>(i % s.pooled_width);
+    i /= s.pooled_width;
+    idx.ph = static_cast<int>(i % s.pooled_height);
+    i /= s.pooled_height;
+    idx.c = i % s.out_channels;
+    idx.k = i / s.out_channels;
+  }
+  return idx;
+}
+
+template <typename T>
+__global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
+                              const T* __restrict__ features,
+                              const float* __restrict__ rois,
+                              T* __restrict__ pooled,
+                              int32_t* __restrict__ argmax) {
+  typedef typename roi::AccumulatorType<T>::type A;
+  const roi::Layout& in = args.features_layout;
+  GPU_1D_KERNEL_LOOP(i, size) {
+    const PooledIndex idx = DecodePooled(i, args);
+    const float* roi = rois + idx.k * 5;
+    roi::BinRange h, w;
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, false, &h, &w);
+    const bool empty = h.end <= h.start || w.end <= w.start;
+    A best = empty ? A(0) : A(-FLT_MAX);
+    int32_t best_index = -1;
+    const T* channel =
+        features + static_cast<int64_t>(roi[0]) * in.n_stride + idx.c * in.c_stride;
+    for (int64_t y = h.start; y < h.end; ++y) {
+      for (int64_t x = w.start; x < w.end; ++x) {
+        const A v = static_cast<A>(channel[y * in.h_stride + x * in.w_stride]);
+        if (v > best) {
+          best = v;
+          best_index = static_cast<int32_t>(y * args.shape.width + x);
+        }
+      }
+    }
+    pooled[i] = static_cast<T>(best);
+    argmax[i] = best_index;
+  }
+}
+
+template <typename T>
+__global__ void RoiPoolGradKernel(int64_t size, RoiPoolArgs args,
+                                  const T* __restrict__ grads,
+                                  const float* __restrict__ rois,
+                                  const int32_t* __restrict__ argmax,
+                                  T* __restrict__ grad_features) {
+  const roi::Layout& in = args.features_layout;
+  const int64_t area = args.shape.height * args.shape.width;
+  GPU_1D_KERNEL_LOOP(i, size) {
+    const int32_t index = argmax[i];
+    // argmax was not validated on the host (it lives on the device): skip
+    // anything that is not a pixel of the map.
+    if (index < 0 || index >= area) continue;
+    const PooledIndex idx = DecodePooled(i, args);
+    const int64_t n = static_cast<int64_t>(rois[idx.k * 5]);
+    GpuAtomicAdd(grad_features + in.Offset(n, index / args.shape.width,
+                                           index % args.shape.width, idx.c),
+                 grads[i]);
+  }
+}
+
+template <typename T>
+__global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
+                                const T* __restrict__ features,
+                                const float* __restrict__ rois,
+                                T* __restrict__ pooled) {
+  typedef typename roi::AccumulatorType<T>::type A;
+  const roi::Layout& in = args.features_layout;
+  const roi::RoiShape& s = args.shape;
+  GPU_1D_KERNEL_LOOP(i, size) {
+    const PooledIndex idx = DecodePooled(i, args);
+    const float* roi = rois + idx.k * 5;
+    roi::BinRange h, w;
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
+    const int64_t c_in =
+        roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
+    const T* channel =
+        features + static_cast<int64_t>(roi[0]) * in.n_stride + c_in * in.c_stride;
+    A sum = 0;
+    for (int64_t y = h.start; y < h.end; ++y) {
+      for (int64_t x = w.start; x < w.end; ++x) {
+        sum += static_cast<A>(channel[y * in.h_stride + x * in.w_stride]);
+      }
+    }
+    const bool empty = h.end <= h.start || w.end <= w.start;
+    pooled[i] = empty ? T(0)
+                      : static_cast<T>(sum / static_cast<A>((h.end - h.start) *
+                                                            (w.end - w.start)));
+  }
+}
+
+template <typename T>
+__global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
+                                    const T* __restrict__ grads,
+                                    const float* __restrict__ rois,
+                                    T* __restrict__ grad_features) {
+  typedef typename roi::AccumulatorType<T>::type A;
+  const roi::Layout& in = args.features_layout;
+  const roi::RoiShape& s = args.shape;
+  GPU_1D_KERNEL_LOOP(i, size) {
+    const PooledIndex idx = DecodePooled(i, args);
+    const float* roi = rois + idx.k * 5;
+    roi::BinRange h, w;
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
+    if (h.end <= h.start || w.end <= w.start) continue;
+    const int64_t c_in =
+        roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
+    T* channel = grad_features + static_cast<int64_t>(roi[0]) * in.n_stride +
+                 c_in * in.c_stride;
+    const T g = static_cast<T>(
+        static_cast<A>(grads[i]) /
+        static_cast<A>((h.end - h.start) * (w.end - w.start)));
+    for (int64_t y = h.start; y < h.end; ++y) {
+      for (int64_t x = w.start; x < w.end; ++x) {
+        GpuAtomicAdd(channel + y * in.h_stride + x * in.w_stride, g);
+      }
+    }
+  }
+}
+
+// The rois were validated on the host; copy them next to the kernel. The
+// stream is synchronised so the host buffer may be released afterwards.
+void UploadRois(const GPUDevice& d, const RoiPoolArgs& args, const float* rois,
+                float* rois_scratch) {
+  d.memcpyHostToDevice(rois_scratch, rois,
+                       args.shape.num_rois * 5 * sizeof(float));
+  d.synchronize();
+}
+
+int64_t PooledSize(const RoiPoolArgs& args) {
+  const roi::RoiShape& s = args.shape;
+  return s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
+}
+
+void ZeroGradFeatures(const GPUDevice& d, const RoiPoolArgs& args, void* data,
+                      size_t element_size) {
+  const roi::RoiShape& s = args.shape;
+  d.memset(data, 0, s.batch * s.height * s.width * s.channels * element_size);
+}
+
+}  // namespace
+
+namespace functor {
+
+template <typename T>
+struct RoiPool<GPUDevice, T> {
+  void operator()(const GPUDevice& d, const RoiPoolArgs& args,
+                  const T* features, const float* rois, float* rois_scratch,
+                  T* pooled, int32_t* argmax) {
+    UploadRois(d, args, rois, rois_scratch);
+    const int64_t size = PooledSize(args);
+    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    TF_CHECK_OK(GpuLaunchKernel(RoiPoolKernel<T>, config.block_count,
+                                config.thread_per_block, 0, d.stream(), size,
+                                args, features, rois_scratch, pooled, argmax));
+  }
+};
+
+template <typename T>
+struct RoiPoolGrad<GPUDevice, T> {
+  void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
+                  const float* rois, float* rois_scratch, const int32_t* argmax,
+                  T* grad_features) {
+    UploadRois(d, args, rois, rois_scratch);
+    ZeroGradFeatures(d, args, grad_features, sizeof(T));
+    const int64_t size = PooledSize(args);
+    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    TF_CHECK_OK(GpuLaunchKernel(RoiPoolGradKernel<T>, config.block_count,
+                                config.thread_per_block, 0, d.stream(), size,
+                                args, grads, rois_scratch, argmax,
+                                grad_features));
+  }
+};
+
+template <typename T>
+struct PsRoiPool<GPUDevice, T> {
+  void operator()(const GPUDevice& d, const RoiPoolArgs& args,
+                  const T* features, const float* rois, float* rois_scratch,
+                  T* pooled) {
+    UploadRois(d, args, rois, rois_scratch);
+    const int64_t size = PooledSize(args);
+    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolKernel<T>, config.block_count,
+                                config.thread_per_block, 0, d.stream(), size,
+                                args, features, rois_scratch, pooled));
+  }
+};
+
+template <typename T>
+struct PsRoiPoolGrad<GPUDevice, T> {
+  void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
+                  const float* rois, float* rois_scratch, T* grad_features) {
+    UploadRois(d, args, rois, rois_scratch);
+    ZeroGradFeatures(d, args, grad_features, sizeof(T));
+    const int64_t size = PooledSize(args);
+    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolGradKernel<T>, config.block_count,
+                                config.thread_per_block, 0, d.stream(), size,
+                                args, grads, rois_scratch, grad_features));
+  }
+};
+
+#define DEFINE_GPU_SPEC(T)                      \
+  template struct RoiPool<GPUDevice, T>;        \
+  template struct RoiPoolGrad<GPUDevice, T>;    \
+  template struct PsRoiPool<GPUDevice, T>;      \
+  template struct PsRoiPoolGrad<GPUDevice, T>;
+TF_CALL_half(DEFINE_GPU_SPEC);
+TF_CALL_bfloat16(DEFINE_GPU_SPEC);
+TF_CALL_float(DEFINE_GPU_SPEC);
+TF_CALL_double(DEFINE_GPU_SPEC);
+#undef DEFINE_GPU_SPEC
+
+}  // namespace functor
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,120 @@
+// C++ gradients of the RoI ops, used through SymbolicGradient. Python autodiff
+// uses the gradients registered in python/ops/roi_ops.py. Boxes get a zero
+// gradient: the ops are not differentiable with respect to box coordinates
+// in this library (as in torchvision).
+
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/framework/function.h"
+#include "tensorflow/core/lib/core/errors.h"
+
+namespace tensorflow {
+
+typedef FunctionDefHelper FDH;
+
+namespace {
+
+// The forward op's attrs, passed through to its gradient op.
+std::vector<std::string> AttrDefs(bool has_sampling_ratio, bool has_aligned) {
+  std::vector<std::string> attrs = {
+      "T: {half, bfloat16, float, double}", "pooled_height: int",
+      "pooled_width: int", "spatial_scale: float", "data_format: string"};
+  if (has_sampling_ratio) attrs.push_back("sampling_ratio: int");
+  if (has_aligned) attrs.push_back("aligned: bool");
+  return attrs;
+}
+
+std::vector<std::pair<std::string, FDH::AttrValueWrapper>> AttrRefs(
+    bool has_sampling_ratio, bool has_aligned) {
+  std::vector<std::pair<std::string, FDH::AttrValueWrapper>> refs = {
+      {"T", "$T"},
+      {"pooled_height", "$pooled_height"},
+      {"pooled_width", "$pooled_width"},
+      {"spatial_scale", "$spatial_scale"},
+      {"data_format", "$data_format"}};
+  if (has_sampling_ratio) refs.push_back({"sampling_ratio", "$sampling_ratio"});
+  if (has_aligned) refs.push_back({"aligned", "$aligned"});
+  return refs;
+}
+
+// d(features) from the gradient op fed (dpooled, rois, shape(features));
+// d(rois) is zero.
+FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
+                                  bool has_sampling_ratio, bool has_aligned) {
+  return FDH::Define(
+      // Arg defs
+      {"features: T", "rois: float", "dpooled: T"},
+      // Ret val defs
+      {"dfeatures: T", "drois: float"},
+      // Attr defs
+      AttrDefs(has_sampling_ratio, has_aligned),
+      // Nodes
+      {
+          {{"features_shape"},
+           "Shape",
+           {"features"},
+           {{"T", "$T"}, {"out_type", DT_INT32}}},
+          {{"dfeatures"},
+           grad_op,
+           {"dpooled", "rois", "features_shape"},
+           AttrRefs(has_sampling_ratio, has_aligned)},
+          {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
+      });
+}
+
+absl::Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
+  *g = BilinearOrAverageGrad("CustomOps>RoiAlignGrad",
+                             /*has_sampling_ratio=*/true, /*has_aligned=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
+  *g = BilinearOrAverageGrad("CustomOps>PsRoiAlignGrad",
+                             /*has_sampling_ratio=*/true,
+                             /*has_aligned=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status PsRoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
+  *g = BilinearOrAverageGrad("CustomOps>PsRoiPoolGrad",
+                             /*has_sampling_ratio=*/false,
+                             /*has_aligned=*/false);
+  return absl::OkStatus();
+}
+
+// RoiPool has two outputs; argmax is an index and gets no gradient. The
+// function recomputes argmax, as SymbolicGradient only sees the inputs.
+absl::Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
+  const auto refs = AttrRefs(false, false);
+  *g = FDH::Define(
+      // Arg defs
+      {"features: T", "rois: float", "dpooled: T", "dargmax: int32"},
+      // Ret val defs
+      {"dfeatures: T", "drois: float"},
+      // Attr defs
+      AttrDefs(false, false),
+      // Nodes
+      {
+          {{"pooled", "argmax"}, "CustomOps>RoiPool", {"features", "rois"}, refs},
+          {{"features_shape"},
+           "Shape",
+           {"features"},
+           {{"T", "$T"}, {"out_type", DT_INT32}}},
+          {{"dfeatures"},
+           "CustomOps>RoiPoolGrad",
+           {"dpooled", "rois", "argmax", "features_shape"},
+           refs},
+          {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
+      });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_OP_GRADIENT("CustomOps>RoiPool", RoiPoolGradFn);
+REGISTER_OP_GRADIENT("CustomOps>RoiAlign", RoiAlignGradFn);
+REGISTER_OP_GRADIENT("CustomOps>PsRoiPool", PsRoiPoolGradFn);
+REGISTER_OP_GRADIENT("CustomOps>PsRoiAlign", PsRoiAlignGradFn);
+
+}  // namespace tensorflow
