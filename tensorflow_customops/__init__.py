@@ -6,6 +6,12 @@ project for writing custom ops.
 """
 
 from tensorflow_customops import _build_info
+from tensorflow_customops.python.ops.roi_ops import (
+    ps_roi_align,
+    ps_roi_pool,
+    roi_align,
+    roi_pool,
+)
 from tensorflow_customops.python.ops.zero_out_ops import zero_out
 from tensorflow_customops.version import __version__
 
@@ -28,4 +34,12 @@ def build_info():
     }
 
 
-__all__ = ["build_info", "zero_out", "__version__"]
+__all__ = [
+    "build_info",
+    "ps_roi_align",
+    "ps_roi_pool",
+    "roi_align",
+    "roi_pool",
+    "zero_out",
+    "__version__",
+]

@@ -57,21 +57,24 @@ struct RoiAlign<CPUDevice, T> {
       std::vector<A> acc(channels);
       for (int64_t item = begin; item < end; ++item) {
         const int64_t k = item / bins_per_roi;
-        const int ph = static_cast<int>(item / s.pooled_width % s.pooled_height);
+        const int ph =
+            static_cast<int>(item / s.pooled_width % s.pooled_height);
         const int pw = static_cast<int>(item % s.pooled_width);
         const float* roi = rois + k * 5;
-        const T* image =
-            features + static_cast<int64_t>(roi[0]) * args.features_layout.n_stride;
+        const T* image = features + static_cast<int64_t>(roi[0]) *
+                                        args.features_layout.n_stride;
         const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
         int64_t cs, first;
         roi::BinChannels(args, ph, pw, &cs, &first);
         std::fill(acc.begin(), acc.end(), A(0));
         for (int iy = 0; iy < box.grid_h; ++iy) {
-          const A y = roi::SamplePoint(box.start_h, ph, box.bin_h, iy, box.grid_h);
+          const A y =
+              roi::SamplePoint(box.start_h, ph, box.bin_h, iy, box.grid_h);
           for (int ix = 0; ix < box.grid_w; ++ix) {
-            const A x = roi::SamplePoint(box.start_w, pw, box.bin_w, ix, box.grid_w);
-            const roi::BilinearSample<A> p = roi::Bilinear<A>(
-                y, x, s.height, s.width, args.features_layout);
+            const A x =
+                roi::SamplePoint(box.start_w, pw, box.bin_w, ix, box.grid_w);
+            const roi::BilinearSample<A> p =
+                roi::Bilinear<A>(y, x, s.height, s.width, args.features_layout);
             if (!p.valid) continue;
             const T* v0 = image + first + p.offset[0];
             const T* v1 = image + first + p.offset[1];
@@ -95,11 +98,11 @@ struct RoiAlign<CPUDevice, T> {
     };
     const int64_t samples =
         args.sampling_ratio > 0 ? args.sampling_ratio * args.sampling_ratio : 4;
-    d.parallelFor(s.num_rois * bins_per_roi,
-                  Eigen::TensorOpCost(samples * channels * 4 * sizeof(T),
-                                      channels * sizeof(T),
-                                      samples * channels * 10),
-                  work);
+    d.parallelFor(
+        s.num_rois * bins_per_roi,
+        Eigen::TensorOpCost(samples * channels * 4 * sizeof(T),
+                            channels * sizeof(T), samples * channels * 10),
+        work);
   }
 };
 
@@ -113,9 +116,9 @@ struct RoiAlignGrad<CPUDevice, T> {
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
     const int64_t samples =
         args.sampling_ratio > 0 ? args.sampling_ratio * args.sampling_ratio : 4;
-    const int64_t cost = std::max<int64_t>(1, s.num_rois / std::max<int64_t>(
-                                                               s.batch, 1)) *
-                         s.pooled_height * s.pooled_width * samples * 8;
+    const int64_t cost =
+        std::max<int64_t>(1, s.num_rois / std::max<int64_t>(s.batch, 1)) *
+        s.pooled_height * s.pooled_width * samples * 8;
     roi::ParallelBackward(
         d, s, args.features_layout, cost, grad_features,
         [&](int64_t n, int64_t c_begin, int64_t c_end, A* image) {
@@ -131,15 +134,16 @@ struct RoiAlignGrad<CPUDevice, T> {
                   const A y = roi::SamplePoint(box.start_h, ph, box.bin_h, iy,
                                                box.grid_h);
                   for (int ix = 0; ix < box.grid_w; ++ix) {
-                    const A x = roi::SamplePoint(box.start_w, pw, box.bin_w,
-                                                 ix, box.grid_w);
+                    const A x = roi::SamplePoint(box.start_w, pw, box.bin_w, ix,
+                                                 box.grid_w);
                     const roi::BilinearSample<A> p = roi::Bilinear<A>(
                         y, x, s.height, s.width, args.features_layout);
                     if (!p.valid) continue;
                     for (int64_t c = c_begin; c < c_end; ++c) {
-                      const A g = static_cast<A>(grads[args.pooled_layout.Offset(
-                                      k, ph, pw, c)]) /
-                                  count;
+                      const A g =
+                          static_cast<A>(
+                              grads[args.pooled_layout.Offset(k, ph, pw, c)]) /
+                          count;
                       A* base = image + first + c * cs;
                       for (int j = 0; j < 4; ++j) {
                         base[p.offset[j]] += g * p.weight[j];
@@ -156,20 +160,18 @@ struct RoiAlignGrad<CPUDevice, T> {
 
 }  // namespace functor
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 template <typename Device, typename T>
 class RoiAlignOp : public OpKernel {
  public:
   explicit RoiAlignOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(
-                                context,
-                                type_string() == "CustomOps>PsRoiAlign"
-                                    ? roi::OpKind::kPsAlign
-                                    : roi::OpKind::kAlign,
-                                &attrs_));
+    OP_REQUIRES_OK(context,
+                   roi::ReadRoiAttrs(context,
+                                     type_string() == "CustomOps>PsRoiAlign"
+                                         ? roi::OpKind::kPsAlign
+                                         : roi::OpKind::kAlign,
+                                     &attrs_));
   }
 
   void Compute(OpKernelContext* context) override {
@@ -191,9 +193,9 @@ class RoiAlignOp : public OpKernel {
     }
     Tensor scratch;
     float* rois_scratch;
-    OP_REQUIRES_OK(context, roi::AllocateRoisScratch(context, kOnGpu,
-                                                     shape.num_rois, &scratch,
-                                                     &rois_scratch));
+    OP_REQUIRES_OK(context,
+                   roi::AllocateRoisScratch(context, kOnGpu, shape.num_rois,
+                                            &scratch, &rois_scratch));
     functor::RoiAlign<Device, T>()(
         context->eigen_device<Device>(), MakeArgs(shape, attrs_),
         features.flat<T>().data(), rois.flat<float>().data(), rois_scratch,
@@ -210,12 +212,12 @@ template <typename Device, typename T>
 class RoiAlignGradOp : public OpKernel {
  public:
   explicit RoiAlignGradOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(
-                                context,
-                                type_string() == "CustomOps>PsRoiAlignGrad"
-                                    ? roi::OpKind::kPsAlign
-                                    : roi::OpKind::kAlign,
-                                &attrs_));
+    OP_REQUIRES_OK(context,
+                   roi::ReadRoiAttrs(context,
+                                     type_string() == "CustomOps>PsRoiAlignGrad"
+                                         ? roi::OpKind::kPsAlign
+                                         : roi::OpKind::kAlign,
+                                     &attrs_));
   }
 
   void Compute(OpKernelContext* context) override {
@@ -223,9 +225,9 @@ class RoiAlignGradOp : public OpKernel {
     const Tensor& rois = context->input(1);
     roi::RoiShape shape;
     TensorShape features_shape;
-    OP_REQUIRES_OK(context, roi::ValidateBackward(grads, rois, context->input(2),
-                                                  attrs_, kDouble, &shape,
-                                                  &features_shape));
+    OP_REQUIRES_OK(context,
+                   roi::ValidateBackward(grads, rois, context->input(2), attrs_,
+                                         kDouble, &shape, &features_shape));
     Tensor* grad_features = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(0, features_shape, &grad_features));
@@ -237,9 +239,9 @@ class RoiAlignGradOp : public OpKernel {
     }
     Tensor scratch;
     float* rois_scratch;
-    OP_REQUIRES_OK(context, roi::AllocateRoisScratch(context, kOnGpu,
-                                                     shape.num_rois, &scratch,
-                                                     &rois_scratch));
+    OP_REQUIRES_OK(context,
+                   roi::AllocateRoisScratch(context, kOnGpu, shape.num_rois,
+                                            &scratch, &rois_scratch));
     functor::RoiAlignGrad<Device, T>()(
         context->eigen_device<Device>(), MakeArgs(shape, attrs_),
         grads.flat<T>().data(), rois.flat<float>().data(), rois_scratch,
@@ -252,22 +254,22 @@ class RoiAlignGradOp : public OpKernel {
   roi::RoiAttrs attrs_;
 };
 
-#define REGISTER_CPU(T)                                                      \
-  REGISTER_KERNEL_BUILDER(                                                   \
+#define REGISTER_CPU(T)                                                       \
+  REGISTER_KERNEL_BUILDER(                                                    \
       Name("CustomOps>RoiAlign").Device(DEVICE_CPU).TypeConstraint<T>("T"),   \
-      RoiAlignOp<CPUDevice, T>);                                             \
-  REGISTER_KERNEL_BUILDER(                                                   \
+      RoiAlignOp<CPUDevice, T>);                                              \
+  REGISTER_KERNEL_BUILDER(                                                    \
       Name("CustomOps>PsRoiAlign").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
-      RoiAlignOp<CPUDevice, T>);                                             \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")                     \
-                              .Device(DEVICE_CPU)                            \
-                              .TypeConstraint<T>("T")                        \
-                              .HostMemory("features_shape"),                 \
-                          RoiAlignGradOp<CPUDevice, T>);                     \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")                   \
-                              .Device(DEVICE_CPU)                            \
-                              .TypeConstraint<T>("T")                        \
-                              .HostMemory("features_shape"),                 \
+      RoiAlignOp<CPUDevice, T>);                                              \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")                      \
+                              .Device(DEVICE_CPU)                             \
+                              .TypeConstraint<T>("T")                         \
+                              .HostMemory("features_shape"),                  \
+                          RoiAlignGradOp<CPUDevice, T>);                      \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")                    \
+                              .Device(DEVICE_CPU)                             \
+                              .TypeConstraint<T>("T")                         \
+                              .HostMemory("features_shape"),                  \
                           RoiAlignGradOp<CPUDevice, T>);
 TF_CALL_half(REGISTER_CPU);
 TF_CALL_bfloat16(REGISTER_CPU);
@@ -278,8 +280,8 @@ TF_CALL_double(REGISTER_CPU);
 #if GOOGLE_CUDA
 
 namespace functor {
-#define DECLARE_GPU_SPEC(T)                           \
-  extern template struct RoiAlign<GPUDevice, T>;      \
+#define DECLARE_GPU_SPEC(T)                      \
+  extern template struct RoiAlign<GPUDevice, T>; \
   extern template struct RoiAlignGrad<GPUDevice, T>;
 TF_CALL_half(DECLARE_GPU_SPEC);
 TF_CALL_bfloat16(DECLARE_GPU_SPEC);
@@ -290,28 +292,28 @@ TF_CALL_double(DECLARE_GPU_SPEC);
 
 // rois live in host memory so that every box (its batch index above all) is
 // validated on the host before anything is launched.
-#define REGISTER_GPU(T)                                                       \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlign")                          \
-                              .Device(DEVICE_GPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("rois"),                            \
-                          RoiAlignOp<GPUDevice, T>);                          \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlign")                        \
-                              .Device(DEVICE_GPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("rois"),                            \
-                          RoiAlignOp<GPUDevice, T>);                          \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")                      \
-                              .Device(DEVICE_GPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("rois")                             \
-                              .HostMemory("features_shape"),                  \
-                          RoiAlignGradOp<GPUDevice, T>);                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")                    \
-                              .Device(DEVICE_GPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("rois")                             \
-                              .HostMemory("features_shape"),                  \
+#define REGISTER_GPU(T)                                      \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlign")         \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois"),           \
+                          RoiAlignOp<GPUDevice, T>);         \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlign")       \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois"),           \
+                          RoiAlignOp<GPUDevice, T>);         \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")     \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois")            \
+                              .HostMemory("features_shape"), \
+                          RoiAlignGradOp<GPUDevice, T>);     \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")   \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois")            \
+                              .HostMemory("features_shape"), \
                           RoiAlignGradOp<GPUDevice, T>);
 TF_CALL_half(REGISTER_GPU);
 TF_CALL_bfloat16(REGISTER_GPU);

@@ -31,9 +31,10 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE A SamplePoint(A start, int bin,
 // Stride between consecutive output channels' input channels, and the offset
 // of the first, for bin (ph, pw): every channel in order for RoiAlign, one
 // channel per group of pooled_height * pooled_width for PsRoiAlign.
-EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void BinChannels(
-    const RoiAlignArgs& args, int ph, int pw, int64_t* stride,
-    int64_t* first) {
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void BinChannels(const RoiAlignArgs& args,
+                                                       int ph, int pw,
+                                                       int64_t* stride,
+                                                       int64_t* first) {
   const int64_t cs = args.features_layout.c_stride;
   if (args.position_sensitive) {
     *stride = static_cast<int64_t>(args.shape.pooled_height) *

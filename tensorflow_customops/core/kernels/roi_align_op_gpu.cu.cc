@@ -60,10 +60,10 @@ __global__ void RoiAlignKernel(int64_t size, RoiAlignArgs args,
     const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
     int64_t cs, first;
     roi::BinChannels(args, idx.ph, idx.pw, &cs, &first);
-    const T* channel = features +
-                       static_cast<int64_t>(roi[0]) *
-                           args.features_layout.n_stride +
-                       first + idx.c * cs;
+    const T* channel =
+        features +
+        static_cast<int64_t>(roi[0]) * args.features_layout.n_stride + first +
+        idx.c * cs;
     A acc = 0;
     for (int iy = 0; iy < box.grid_h; ++iy) {
       const A y =
@@ -119,8 +119,8 @@ __global__ void RoiAlignGradKernel(int64_t size, RoiAlignArgs args,
 
 // The rois were validated on the host; copy them next to the kernel. The
 // stream is synchronised so the host buffer may be released afterwards.
-void UploadRois(const GPUDevice& d, const RoiAlignArgs& args,
-                const float* rois, float* rois_scratch) {
+void UploadRois(const GPUDevice& d, const RoiAlignArgs& args, const float* rois,
+                float* rois_scratch) {
   d.memcpyHostToDevice(rois_scratch, rois,
                        args.shape.num_rois * 5 * sizeof(float));
   d.synchronize();
@@ -162,8 +162,8 @@ struct RoiAlignGrad<GPUDevice, T> {
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                     \
-  template struct RoiAlign<GPUDevice, T>;      \
+#define DEFINE_GPU_SPEC(T)                \
+  template struct RoiAlign<GPUDevice, T>; \
   template struct RoiAlignGrad<GPUDevice, T>;
 TF_CALL_half(DEFINE_GPU_SPEC);
 TF_CALL_bfloat16(DEFINE_GPU_SPEC);

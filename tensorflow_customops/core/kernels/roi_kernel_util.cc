@@ -49,9 +49,9 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
                              const RoiAttrs& attrs, const char* arg_name,
                              RoiShape* shape) {
   if (features_shape.dims() != 4) {
-    return errors::InvalidArgument(arg_name, " must be 4-D (",
-                                   attrs.nchw ? "NCHW" : "NHWC", "), got shape ",
-                                   features_shape.DebugString());
+    return errors::InvalidArgument(
+        arg_name, " must be 4-D (", attrs.nchw ? "NCHW" : "NHWC",
+        "), got shape ", features_shape.DebugString());
   }
   shape->batch = features_shape.dim_size(0);
   shape->height = features_shape.dim_size(attrs.nchw ? 2 : 1);
@@ -121,8 +121,8 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
         data + k * 5, attrs.spatial_scale, attrs.pooled_height,
         attrs.pooled_width, 0, /*half_pixel_offset=*/ps || attrs.aligned,
         /*min_size_one=*/!ps && !attrs.aligned);
-    const int64_t samples = static_cast<int64_t>(std::max(box.grid_h, 0)) *
-                            std::max(box.grid_w, 0);
+    const int64_t samples =
+        static_cast<int64_t>(std::max(box.grid_h, 0)) * std::max(box.grid_w, 0);
     if (box.grid_h > kMaxSamplesPerBin || box.grid_w > kMaxSamplesPerBin ||
         samples > kMaxSamplesPerBin) {
       return errors::InvalidArgument(
@@ -192,8 +192,9 @@ absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
   TF_RETURN_IF_ERROR(
       GetFeatureSizes(features.shape(), attrs, "features", shape));
   TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
-  TF_RETURN_IF_ERROR(double_precision ? ValidateSamplingGrid<double>(rois, attrs)
-                                      : ValidateSamplingGrid<float>(rois, attrs));
+  TF_RETURN_IF_ERROR(double_precision
+                         ? ValidateSamplingGrid<double>(rois, attrs)
+                         : ValidateSamplingGrid<float>(rois, attrs));
   return PooledShape(*shape, attrs, pooled_shape);
 }
 
@@ -204,11 +205,12 @@ absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
                               TensorShape* features_tensor_shape) {
   TF_RETURN_IF_ERROR(
       FeaturesShapeFromTensor(features_shape, features_tensor_shape));
-  TF_RETURN_IF_ERROR(GetFeatureSizes(*features_tensor_shape, attrs,
-                                     "features_shape", shape));
+  TF_RETURN_IF_ERROR(
+      GetFeatureSizes(*features_tensor_shape, attrs, "features_shape", shape));
   TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
-  TF_RETURN_IF_ERROR(double_precision ? ValidateSamplingGrid<double>(rois, attrs)
-                                      : ValidateSamplingGrid<float>(rois, attrs));
+  TF_RETURN_IF_ERROR(double_precision
+                         ? ValidateSamplingGrid<double>(rois, attrs)
+                         : ValidateSamplingGrid<float>(rois, attrs));
   return CheckPooledGradShape(grads.shape(), *shape, attrs, "grads");
 }
 

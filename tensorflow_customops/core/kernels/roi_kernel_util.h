@@ -88,7 +88,8 @@ absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
 absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
                               const Tensor& features_shape,
                               const RoiAttrs& attrs, bool double_precision,
-                              RoiShape* shape, TensorShape* features_tensor_shape);
+                              RoiShape* shape,
+                              TensorShape* features_tensor_shape);
 
 // GPU kernels read the (validated, host-memory) rois from a device copy:
 // allocates it when `on_gpu`, else sets *data to nullptr.
@@ -118,19 +119,18 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
   std::fill(out, out + size, A(0));
   const int64_t block = std::max<int64_t>(1, (s.out_channels + 7) / 8);
   const int64_t blocks = (s.out_channels + block - 1) / block;
-  d.parallelFor(s.batch * blocks,
-                Eigen::TensorOpCost(cost_per_channel * block,
-                                    cost_per_channel * block,
-                                    cost_per_channel * block),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t item = begin; item < end; ++item) {
-                    const int64_t n = item / blocks;
-                    const int64_t c_begin = item % blocks * block;
-                    const int64_t c_end =
-                        std::min(c_begin + block, s.out_channels);
-                    body(n, c_begin, c_end, out + n * features_layout.n_stride);
-                  }
-                });
+  d.parallelFor(
+      s.batch * blocks,
+      Eigen::TensorOpCost(cost_per_channel * block, cost_per_channel * block,
+                          cost_per_channel * block),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t n = item / blocks;
+          const int64_t c_begin = item % blocks * block;
+          const int64_t c_end = std::min(c_begin + block, s.out_channels);
+          body(n, c_begin, c_end, out + n * features_layout.n_stride);
+        }
+      });
   if (kSeparateBuffer) {
     d.parallelFor(size, Eigen::TensorOpCost(sizeof(A), sizeof(T), 1),
                   [&](int64_t begin, int64_t end) {

@@ -56,8 +56,8 @@ struct Layout {
   }
 
   EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t Offset(int64_t n, int64_t h,
-                                                        int64_t w,
-                                                        int64_t c) const {
+                                                       int64_t w,
+                                                       int64_t c) const {
     return n * n_stride + h * h_stride + w * w_stride + c * c_stride;
   }
 };
@@ -179,12 +179,9 @@ struct BinRange {
 // does not count the end pixel and clips to [0, size - 1]. A is the type
 // torchvision computes the bin size in.
 template <typename A>
-EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BinRange PoolBin(float roi_start,
-                                                       float roi_end,
-                                                       float spatial_scale,
-                                                       int bin, int bins,
-                                                       int64_t size,
-                                                       bool position_sensitive) {
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BinRange
+PoolBin(float roi_start, float roi_end, float spatial_scale, int bin, int bins,
+        int64_t size, bool position_sensitive) {
   const A scale = static_cast<A>(spatial_scale);
   const int64_t start =
       static_cast<int64_t>(std::round(static_cast<A>(roi_start) * scale));
@@ -207,9 +204,9 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BinRange PoolBin(float roi_start,
 // Input channel read by output channel `c` of bin (ph, pw) in the
 // position-sensitive ops.
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t PsChannel(int64_t c, int ph,
-                                                         int pw,
-                                                         int pooled_height,
-                                                         int pooled_width) {
+                                                        int pw,
+                                                        int pooled_height,
+                                                        int pooled_width) {
   return (c * pooled_height + ph) * pooled_width + pw;
 }
 

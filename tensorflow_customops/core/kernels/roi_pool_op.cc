@@ -41,22 +41,22 @@ template <typename Body>
 void ForEachBin(const CPUDevice& d, const roi::RoiShape& s, int64_t cost,
                 const Body& body) {
   const int64_t bins = static_cast<int64_t>(s.pooled_height) * s.pooled_width;
-  d.parallelFor(s.num_rois * bins, Eigen::TensorOpCost(cost, cost, cost),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t item = begin; item < end; ++item) {
-                    body(item / bins,
-                         static_cast<int>(item / s.pooled_width %
-                                          s.pooled_height),
-                         static_cast<int>(item % s.pooled_width));
-                  }
-                });
+  d.parallelFor(
+      s.num_rois * bins, Eigen::TensorOpCost(cost, cost, cost),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          body(item / bins,
+               static_cast<int>(item / s.pooled_width % s.pooled_height),
+               static_cast<int>(item % s.pooled_width));
+        }
+      });
 }
 
 // Typical pixels per bin, for the cost model only.
 int64_t PixelsPerBin(const roi::RoiShape& s) {
-  return std::max<int64_t>(1, s.height * s.width /
-                                  (static_cast<int64_t>(s.pooled_height) *
-                                   s.pooled_width * 4));
+  return std::max<int64_t>(
+      1, s.height * s.width /
+             (static_cast<int64_t>(s.pooled_height) * s.pooled_width * 4));
 }
 
 }  // namespace
@@ -71,38 +71,40 @@ struct RoiPool<CPUDevice, T> {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::Layout& in = args.features_layout;
-    ForEachBin(d, s, PixelsPerBin(s) * s.channels, [&](int64_t k, int ph,
-                                                      int pw) {
-      const float* roi = rois + k * 5;
-      roi::BinRange h, w;
-      roi::PoolBins<A>(args, roi, ph, pw, /*position_sensitive=*/false, &h, &w);
-      const bool empty = h.end <= h.start || w.end <= w.start;
-      // As torchvision: the running maximum starts at -FLT_MAX and only a
-      // strictly greater value replaces it, so the first maximum in (h, w)
-      // scan order wins and NaNs are skipped.
-      std::vector<A> best(s.channels,
-                          empty ? A(0) : A(-std::numeric_limits<float>::max()));
-      std::vector<int32_t> best_index(s.channels, -1);
-      const T* image = features + static_cast<int64_t>(roi[0]) * in.n_stride;
-      for (int64_t y = h.start; y < h.end; ++y) {
-        for (int64_t x = w.start; x < w.end; ++x) {
-          const T* pixel = image + y * in.h_stride + x * in.w_stride;
-          const int32_t index = static_cast<int32_t>(y * s.width + x);
-          for (int64_t c = 0; c < s.channels; ++c) {
-            const A v = static_cast<A>(pixel[c * in.c_stride]);
-            if (v > best[c]) {
-              best[c] = v;
-              best_index[c] = index;
+    ForEachBin(
+        d, s, PixelsPerBin(s) * s.channels, [&](int64_t k, int ph, int pw) {
+          const float* roi = rois + k * 5;
+          roi::BinRange h, w;
+          roi::PoolBins<A>(args, roi, ph, pw, /*position_sensitive=*/false, &h,
+                           &w);
+          const bool empty = h.end <= h.start || w.end <= w.start;
+          // As torchvision: the running maximum starts at -FLT_MAX and only a
+          // strictly greater value replaces it, so the first maximum in (h, w)
+          // scan order wins and NaNs are skipped.
+          std::vector<A> best(
+              s.channels, empty ? A(0) : A(-std::numeric_limits<float>::max()));
+          std::vector<int32_t> best_index(s.channels, -1);
+          const T* image =
+              features + static_cast<int64_t>(roi[0]) * in.n_stride;
+          for (int64_t y = h.start; y < h.end; ++y) {
+            for (int64_t x = w.start; x < w.end; ++x) {
+              const T* pixel = image + y * in.h_stride + x * in.w_stride;
+              const int32_t index = static_cast<int32_t>(y * s.width + x);
+              for (int64_t c = 0; c < s.channels; ++c) {
+                const A v = static_cast<A>(pixel[c * in.c_stride]);
+                if (v > best[c]) {
+                  best[c] = v;
+                  best_index[c] = index;
+                }
+              }
             }
           }
-        }
-      }
-      for (int64_t c = 0; c < s.channels; ++c) {
-        const int64_t o = args.pooled_layout.Offset(k, ph, pw, c);
-        pooled[o] = static_cast<T>(best[c]);
-        argmax[o] = best_index[c];
-      }
-    });
+          for (int64_t c = 0; c < s.channels; ++c) {
+            const int64_t o = args.pooled_layout.Offset(k, ph, pw, c);
+            pooled[o] = static_cast<T>(best[c]);
+            argmax[o] = best_index[c];
+          }
+        });
   }
 };
 
@@ -145,32 +147,34 @@ struct PsRoiPool<CPUDevice, T> {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::Layout& in = args.features_layout;
-    const int64_t groups = static_cast<int64_t>(s.pooled_height) * s.pooled_width;
-    ForEachBin(d, s, PixelsPerBin(s) * s.out_channels, [&](int64_t k, int ph,
-                                                          int pw) {
-      const float* roi = rois + k * 5;
-      roi::BinRange h, w;
-      roi::PoolBins<A>(args, roi, ph, pw, /*position_sensitive=*/true, &h, &w);
-      std::vector<A> sum(s.out_channels, A(0));
-      const T* image = features + static_cast<int64_t>(roi[0]) * in.n_stride +
-                       roi::PsChannel(0, ph, pw, s.pooled_height,
-                                      s.pooled_width) *
-                           in.c_stride;
-      for (int64_t y = h.start; y < h.end; ++y) {
-        for (int64_t x = w.start; x < w.end; ++x) {
-          const T* pixel = image + y * in.h_stride + x * in.w_stride;
-          for (int64_t c = 0; c < s.out_channels; ++c) {
-            sum[c] += static_cast<A>(pixel[c * groups * in.c_stride]);
+    const int64_t groups =
+        static_cast<int64_t>(s.pooled_height) * s.pooled_width;
+    ForEachBin(
+        d, s, PixelsPerBin(s) * s.out_channels, [&](int64_t k, int ph, int pw) {
+          const float* roi = rois + k * 5;
+          roi::BinRange h, w;
+          roi::PoolBins<A>(args, roi, ph, pw, /*position_sensitive=*/true, &h,
+                           &w);
+          std::vector<A> sum(s.out_channels, A(0));
+          const T* image =
+              features + static_cast<int64_t>(roi[0]) * in.n_stride +
+              roi::PsChannel(0, ph, pw, s.pooled_height, s.pooled_width) *
+                  in.c_stride;
+          for (int64_t y = h.start; y < h.end; ++y) {
+            for (int64_t x = w.start; x < w.end; ++x) {
+              const T* pixel = image + y * in.h_stride + x * in.w_stride;
+              for (int64_t c = 0; c < s.out_channels; ++c) {
+                sum[c] += static_cast<A>(pixel[c * groups * in.c_stride]);
+              }
+            }
           }
-        }
-      }
-      const bool empty = h.end <= h.start || w.end <= w.start;
-      const A area = static_cast<A>((h.end - h.start) * (w.end - w.start));
-      for (int64_t c = 0; c < s.out_channels; ++c) {
-        pooled[args.pooled_layout.Offset(k, ph, pw, c)] =
-            empty ? T(0) : static_cast<T>(sum[c] / area);
-      }
-    });
+          const bool empty = h.end <= h.start || w.end <= w.start;
+          const A area = static_cast<A>((h.end - h.start) * (w.end - w.start));
+          for (int64_t c = 0; c < s.out_channels; ++c) {
+            pooled[args.pooled_layout.Offset(k, ph, pw, c)] =
+                empty ? T(0) : static_cast<T>(sum[c] / area);
+          }
+        });
   }
 };
 
@@ -181,7 +185,8 @@ struct PsRoiPoolGrad<CPUDevice, T> {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::Layout& in = args.features_layout;
-    const int64_t groups = static_cast<int64_t>(s.pooled_height) * s.pooled_width;
+    const int64_t groups =
+        static_cast<int64_t>(s.pooled_height) * s.pooled_width;
     const roi::RoisByImage by_image =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
     roi::ParallelBackward(
@@ -243,16 +248,16 @@ class RoiPoolKernelBase : public OpKernel {
                               Tensor** outputs, Tensor* scratch,
                               float** rois_scratch, bool* empty) {
     TensorShape pooled_shape;
-    TF_RETURN_IF_ERROR(roi::ValidateForward(context->input(0),
-                                            context->input(1), attrs_,
-                                            /*double_precision=*/false, shape,
-                                            &pooled_shape));
+    TF_RETURN_IF_ERROR(
+        roi::ValidateForward(context->input(0), context->input(1), attrs_,
+                             /*double_precision=*/false, shape, &pooled_shape));
     for (int i = 0; i < num_outputs(); ++i) {
-      TF_RETURN_IF_ERROR(context->allocate_output(i, pooled_shape, &outputs[i]));
+      TF_RETURN_IF_ERROR(
+          context->allocate_output(i, pooled_shape, &outputs[i]));
     }
     *empty = pooled_shape.num_elements() == 0;
-    return roi::AllocateRoisScratch(context, kOnGpu && !*empty,
-                                    shape->num_rois, scratch, rois_scratch);
+    return roi::AllocateRoisScratch(context, kOnGpu && !*empty, shape->num_rois,
+                                    scratch, rois_scratch);
   }
 
   // Validates grads, rois and features_shape (input `shape_input`) and
@@ -268,8 +273,8 @@ class RoiPoolKernelBase : public OpKernel {
     TF_RETURN_IF_ERROR(
         context->allocate_output(0, features_shape, grad_features));
     *empty = features_shape.num_elements() == 0;
-    return roi::AllocateRoisScratch(context, kOnGpu && !*empty,
-                                    shape->num_rois, scratch, rois_scratch);
+    return roi::AllocateRoisScratch(context, kOnGpu && !*empty, shape->num_rois,
+                                    scratch, rois_scratch);
   }
 
   roi::RoiAttrs attrs_;
@@ -287,8 +292,9 @@ class RoiPoolOp : public RoiPoolKernelBase<Device, T> {
     Tensor scratch;
     float* rois_scratch;
     bool empty;
-    OP_REQUIRES_OK(context, this->PrepareForward(context, &shape, outputs,
-                                                 &scratch, &rois_scratch, &empty));
+    OP_REQUIRES_OK(context,
+                   this->PrepareForward(context, &shape, outputs, &scratch,
+                                        &rois_scratch, &empty));
     if (empty) return;
     functor::RoiPool<Device, T>()(
         context->eigen_device<Device>(), MakeArgs(shape, this->attrs_),
@@ -360,14 +366,15 @@ class PsRoiPoolOp : public RoiPoolKernelBase<Device, T> {
     Tensor scratch;
     float* rois_scratch;
     bool empty;
-    OP_REQUIRES_OK(context, this->PrepareForward(context, &shape, &pooled,
-                                                 &scratch, &rois_scratch, &empty));
+    OP_REQUIRES_OK(context,
+                   this->PrepareForward(context, &shape, &pooled, &scratch,
+                                        &rois_scratch, &empty));
     if (empty) return;
-    functor::PsRoiPool<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, this->attrs_),
-        context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), rois_scratch,
-        pooled->flat<T>().data());
+    functor::PsRoiPool<Device, T>()(context->eigen_device<Device>(),
+                                    MakeArgs(shape, this->attrs_),
+                                    context->input(0).flat<T>().data(),
+                                    context->input(1).flat<float>().data(),
+                                    rois_scratch, pooled->flat<T>().data());
   }
 };
 
@@ -397,22 +404,22 @@ class PsRoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
 
 }  // namespace
 
-#define REGISTER_CPU(T)                                                     \
-  REGISTER_KERNEL_BUILDER(                                                  \
-      Name("CustomOps>RoiPool").Device(DEVICE_CPU).TypeConstraint<T>("T"),  \
-      RoiPoolOp<CPUDevice, T>);                                             \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPoolGrad")                     \
-                              .Device(DEVICE_CPU)                           \
-                              .TypeConstraint<T>("T")                       \
-                              .HostMemory("features_shape"),                \
-                          RoiPoolGradOp<CPUDevice, T>);                     \
-  REGISTER_KERNEL_BUILDER(                                                  \
+#define REGISTER_CPU(T)                                                      \
+  REGISTER_KERNEL_BUILDER(                                                   \
+      Name("CustomOps>RoiPool").Device(DEVICE_CPU).TypeConstraint<T>("T"),   \
+      RoiPoolOp<CPUDevice, T>);                                              \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPoolGrad")                      \
+                              .Device(DEVICE_CPU)                            \
+                              .TypeConstraint<T>("T")                        \
+                              .HostMemory("features_shape"),                 \
+                          RoiPoolGradOp<CPUDevice, T>);                      \
+  REGISTER_KERNEL_BUILDER(                                                   \
       Name("CustomOps>PsRoiPool").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
-      PsRoiPoolOp<CPUDevice, T>);                                           \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPoolGrad")                   \
-                              .Device(DEVICE_CPU)                           \
-                              .TypeConstraint<T>("T")                       \
-                              .HostMemory("features_shape"),                \
+      PsRoiPoolOp<CPUDevice, T>);                                            \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPoolGrad")                    \
+                              .Device(DEVICE_CPU)                            \
+                              .TypeConstraint<T>("T")                        \
+                              .HostMemory("features_shape"),                 \
                           PsRoiPoolGradOp<CPUDevice, T>);
 TF_CALL_half(REGISTER_CPU);
 TF_CALL_bfloat16(REGISTER_CPU);
@@ -423,10 +430,10 @@ TF_CALL_double(REGISTER_CPU);
 #if GOOGLE_CUDA
 
 namespace functor {
-#define DECLARE_GPU_SPEC(T)                            \
-  extern template struct RoiPool<GPUDevice, T>;        \
-  extern template struct RoiPoolGrad<GPUDevice, T>;    \
-  extern template struct PsRoiPool<GPUDevice, T>;      \
+#define DECLARE_GPU_SPEC(T)                         \
+  extern template struct RoiPool<GPUDevice, T>;     \
+  extern template struct RoiPoolGrad<GPUDevice, T>; \
+  extern template struct PsRoiPool<GPUDevice, T>;   \
   extern template struct PsRoiPoolGrad<GPUDevice, T>;
 TF_CALL_half(DECLARE_GPU_SPEC);
 TF_CALL_bfloat16(DECLARE_GPU_SPEC);
@@ -437,28 +444,28 @@ TF_CALL_double(DECLARE_GPU_SPEC);
 
 // rois live in host memory so that every box (its batch index above all) is
 // validated on the host before anything is launched.
-#define REGISTER_GPU(T)                                                   \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPool")                       \
-                              .Device(DEVICE_GPU)                         \
-                              .TypeConstraint<T>("T")                     \
-                              .HostMemory("rois"),                        \
-                          RoiPoolOp<GPUDevice, T>);                       \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPoolGrad")                   \
-                              .Device(DEVICE_GPU)                         \
-                              .TypeConstraint<T>("T")                     \
-                              .HostMemory("rois")                         \
-                              .HostMemory("features_shape"),              \
-                          RoiPoolGradOp<GPUDevice, T>);                   \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPool")                     \
-                              .Device(DEVICE_GPU)                         \
-                              .TypeConstraint<T>("T")                     \
-                              .HostMemory("rois"),                        \
-                          PsRoiPoolOp<GPUDevice, T>);                     \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPoolGrad")                 \
-                              .Device(DEVICE_GPU)                         \
-                              .TypeConstraint<T>("T")                     \
-                              .HostMemory("rois")                         \
-                              .HostMemory("features_shape"),              \
+#define REGISTER_GPU(T)                                      \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPool")          \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois"),           \
+                          RoiPoolOp<GPUDevice, T>);          \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiPoolGrad")      \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois")            \
+                              .HostMemory("features_shape"), \
+                          RoiPoolGradOp<GPUDevice, T>);      \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPool")        \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois"),           \
+                          PsRoiPoolOp<GPUDevice, T>);        \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiPoolGrad")    \
+                              .Device(DEVICE_GPU)            \
+                              .TypeConstraint<T>("T")        \
+                              .HostMemory("rois")            \
+                              .HostMemory("features_shape"), \
                           PsRoiPoolGradOp<GPUDevice, T>);
 TF_CALL_half(REGISTER_GPU);
 TF_CALL_bfloat16(REGISTER_GPU);

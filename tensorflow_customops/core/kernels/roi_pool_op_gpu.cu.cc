@@ -67,8 +67,8 @@ __global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
     const bool empty = h.end <= h.start || w.end <= w.start;
     A best = empty ? A(0) : A(-FLT_MAX);
     int32_t best_index = -1;
-    const T* channel =
-        features + static_cast<int64_t>(roi[0]) * in.n_stride + idx.c * in.c_stride;
+    const T* channel = features + static_cast<int64_t>(roi[0]) * in.n_stride +
+                       idx.c * in.c_stride;
     for (int64_t y = h.start; y < h.end; ++y) {
       for (int64_t x = w.start; x < w.end; ++x) {
         const A v = static_cast<A>(channel[y * in.h_stride + x * in.w_stride]);
@@ -119,8 +119,8 @@ __global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
     const int64_t c_in =
         roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
-    const T* channel =
-        features + static_cast<int64_t>(roi[0]) * in.n_stride + c_in * in.c_stride;
+    const T* channel = features + static_cast<int64_t>(roi[0]) * in.n_stride +
+                       c_in * in.c_stride;
     A sum = 0;
     for (int64_t y = h.start; y < h.end; ++y) {
       for (int64_t x = w.start; x < w.end; ++x) {
@@ -152,9 +152,9 @@ __global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
         roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
     T* channel = grad_features + static_cast<int64_t>(roi[0]) * in.n_stride +
                  c_in * in.c_stride;
-    const T g = static_cast<T>(
-        static_cast<A>(grads[i]) /
-        static_cast<A>((h.end - h.start) * (w.end - w.start)));
+    const T g =
+        static_cast<T>(static_cast<A>(grads[i]) /
+                       static_cast<A>((h.end - h.start) * (w.end - w.start)));
     for (int64_t y = h.start; y < h.end; ++y) {
       for (int64_t x = w.start; x < w.end; ++x) {
         GpuAtomicAdd(channel + y * in.h_stride + x * in.w_stride, g);
@@ -210,10 +210,9 @@ struct RoiPoolGrad<GPUDevice, T> {
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = PooledSize(args);
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(RoiPoolGradKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(), size,
-                                args, grads, rois_scratch, argmax,
-                                grad_features));
+    TF_CHECK_OK(GpuLaunchKernel(
+        RoiPoolGradKernel<T>, config.block_count, config.thread_per_block, 0,
+        d.stream(), size, args, grads, rois_scratch, argmax, grad_features));
   }
 };
 
@@ -245,10 +244,10 @@ struct PsRoiPoolGrad<GPUDevice, T> {
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                      \
-  template struct RoiPool<GPUDevice, T>;        \
-  template struct RoiPoolGrad<GPUDevice, T>;    \
-  template struct PsRoiPool<GPUDevice, T>;      \
+#define DEFINE_GPU_SPEC(T)                   \
+  template struct RoiPool<GPUDevice, T>;     \
+  template struct RoiPoolGrad<GPUDevice, T>; \
+  template struct PsRoiPool<GPUDevice, T>;   \
   template struct PsRoiPoolGrad<GPUDevice, T>;
 TF_CALL_half(DEFINE_GPU_SPEC);
 TF_CALL_bfloat16(DEFINE_GPU_SPEC);

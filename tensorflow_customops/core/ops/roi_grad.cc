@@ -96,7 +96,10 @@ absl::Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
       AttrDefs(false, false),
       // Nodes
       {
-          {{"pooled", "argmax"}, "CustomOps>RoiPool", {"features", "rois"}, refs},
+          {{"pooled", "argmax"},
+           "CustomOps>RoiPool",
+           {"features", "rois"},
+           refs},
           {{"features_shape"},
            "Shape",
            {"features"},

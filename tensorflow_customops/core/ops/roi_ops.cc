@@ -103,10 +103,10 @@ absl::Status GradShape(InferenceContext* c, Family family,
 
 }  // namespace
 
-#define TFCO_ROI_COMMON_ATTRS                        \
-  Attr("pooled_height: int >= 1")                    \
-      .Attr("pooled_width: int >= 1")                \
-      .Attr("spatial_scale: float = 1.0")            \
+#define TFCO_ROI_COMMON_ATTRS                         \
+  Attr("pooled_height: int >= 1")                     \
+      .Attr("pooled_width: int >= 1")                 \
+      .Attr("spatial_scale: float = 1.0")             \
       .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'") \
       .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
 
@@ -163,8 +163,7 @@ REGISTER_OP("CustomOps>RoiAlign")
     .Input("features: T")
     .Input("rois: float")
     .Output("pooled: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .Attr("sampling_ratio: int = -1")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
       return ForwardShape(c, Family::kPlain);
@@ -193,8 +192,7 @@ REGISTER_OP("CustomOps>RoiAlignGrad")
     .Input("rois: float")
     .Input("features_shape: int32")
     .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .Attr("sampling_ratio: int = -1")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
       return GradShape(c, Family::kPlain, 2);
@@ -256,8 +254,7 @@ REGISTER_OP("CustomOps>PsRoiAlign")
     .Input("features: T")
     .Input("rois: float")
     .Output("pooled: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .Attr("sampling_ratio: int = -1")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .SetShapeFn([](InferenceContext* c) {
       return ForwardShape(c, Family::kPositionSensitive);
     })
@@ -284,8 +281,7 @@ REGISTER_OP("CustomOps>PsRoiAlignGrad")
     .Input("rois: float")
     .Input("features_shape: int32")
     .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .Attr("sampling_ratio: int = -1")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .SetShapeFn([](InferenceContext* c) {
       return GradShape(c, Family::kPositionSensitive, 2);
     })

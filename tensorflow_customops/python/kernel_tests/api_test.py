@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.ops import zero_out_ops
+from tensorflow_customops.python.ops import roi_ops, zero_out_ops
 
 
 class ApiTest(tf.test.TestCase):
@@ -24,7 +24,7 @@ class ApiTest(tf.test.TestCase):
 
     def test_docstring_examples(self):
         np.set_printoptions(legacy=False)
-        for module in [zero_out_ops]:
+        for module in [roi_ops, zero_out_ops]:
             result = doctest.testmod(
                 module,
                 extraglobs={"tfco": tfco, "tf": tf},
