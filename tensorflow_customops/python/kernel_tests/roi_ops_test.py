@@ -1,0 +1,219 @@
+"""Forward tests of the RoI ops against the NumPy reference: values for every
+dtype and layout, box layouts, shapes, modes and XLA."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+from tensorflow.python.framework import test_util
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests import roi_reference
+from tensorflow_customops.python.kernel_tests import roi_test_util as util
+
+
+class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(
+        op=util.OP_NAMES,
+        spatial_scale=[1.0, 0.5, 0.25],
+        data_format=["NHWC", "NCHW"],
+        seed=[0, 1],
+    )
+    def test_matches_reference_in_float64(self, op, spatial_scale, data_format, seed):
+        case = util.make_case(op, seed=seed, spatial_scale=spatial_scale)
+        got = util.run_op(op, case, data_format=data_format, dtype=tf.float64)
+        self.assertAllClose(got, util.reference(op, case), rtol=1e-12, atol=1e-12)
+
+    @parameterized.product(op=util.OP_NAMES, data_format=["NHWC", "NCHW"])
+    def test_matches_reference_in_float32(self, op, data_format):
+        case = util.make_case(op, seed=2, spatial_scale=0.5)
+        got = util.run_op(op, case, data_format=data_format, dtype=tf.float32)
+        self.assertAllClose(got, util.reference(op, case), rtol=1e-5, atol=1e-5)
+
+    @parameterized.product(op=util.OP_NAMES, dtype=[tf.float16, tf.bfloat16])
+    def test_half_and_bfloat16_accumulate_in_float(self, op, dtype):
+        case = util.make_case(op, seed=3, spatial_scale=0.5)
+        got = util.run_op(op, case, dtype=dtype)
+        tolerance = 1e-2 if dtype == tf.float16 else 4e-2
+        self.assertAllClose(
+            got, util.reference(op, case), rtol=tolerance, atol=tolerance
+        )
+
+    @parameterized.product(
+        op=util.OP_NAMES, dtype=[tf.float16, tf.bfloat16, tf.float32, tf.float64]
+    )
+    def test_nchw_equals_nhwc_bitwise(self, op, dtype):
+        case = util.make_case(op, seed=4, spatial_scale=0.5)
+        nhwc = util.run_op(op, case, data_format="NHWC", dtype=dtype)
+        nchw = util.run_op(op, case, data_format="NCHW", dtype=dtype)
+        self.assertAllEqual(nhwc, nchw)
+
+    @parameterized.product(sampling_ratio=[-1, 0, 1, 3], aligned=[False, True])
+    def test_roi_align_sampling(self, sampling_ratio, aligned):
+        case = util.make_case(
+            "roi_align",
+            seed=5,
+            spatial_scale=0.5,
+            sampling_ratio=sampling_ratio,
+            aligned=aligned,
+        )
+        got = util.run_op("roi_align", case, dtype=tf.float64)
+        self.assertAllClose(got, util.reference("roi_align", case), atol=1e-12)
+
+    @parameterized.parameters(-1, 2)
+    def test_ps_roi_align_sampling(self, sampling_ratio):
+        case = util.make_case(
+            "ps_roi_align", seed=6, spatial_scale=0.5, sampling_ratio=sampling_ratio
+        )
+        got = util.run_op("ps_roi_align", case, dtype=tf.float64)
+        self.assertAllClose(got, util.reference("ps_roi_align", case), atol=1e-12)
+
+    def test_roi_pool_argmax(self):
+        case = util.make_case("roi_pool", seed=7, spatial_scale=0.5)
+        features = tf.constant(case.features_nhwc)
+        _, argmax = tfco.python.ops.roi_ops._ops.custom_ops_roi_pool(
+            features,
+            case.rois,
+            pooled_height=case.output_size[0],
+            pooled_width=case.output_size[1],
+            spatial_scale=case.spatial_scale,
+        )
+        _, expected = roi_reference.roi_pool(
+            case.features_nchw, case.rois, case.output_size, case.spatial_scale
+        )
+        self.assertEqual(argmax.dtype, tf.int32)
+        self.assertAllEqual(argmax, np.transpose(expected, [0, 2, 3, 1]))
+        # Empty bins (boxes entirely off the map) have argmax -1 and output 0.
+        self.assertIn(-1, argmax.numpy())
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_per_image_box_lists(self, op):
+        case = util.make_case(op, seed=8, spatial_scale=0.5)
+        boxes = [case.rois[case.rois[:, 0] == n][:, 1:] for n in range(case.batch)]
+        order = np.argsort(case.rois[:, 0], kind="stable")
+        expected = util.run_op(op, case, dtype=tf.float32)[order]
+        got = util.call(op, tf.constant(case.features_nhwc, tf.float32), boxes, case)
+        self.assertAllEqual(got, expected)
+
+    def test_float64_boxes_are_accepted(self):
+        case = util.make_case("roi_align", seed=9, spatial_scale=1.0)
+        got = tfco.roi_align(
+            case.features_nhwc, case.rois.astype(np.float64), case.output_size
+        )
+        expected = tfco.roi_align(case.features_nhwc, case.rois, case.output_size)
+        self.assertAllEqual(got, expected)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_output_size_int_or_pair(self, op):
+        case = util.make_case(op, seed=10, output_size=(2, 2))
+        features = tf.constant(case.features_nhwc)
+        as_int = util.call(op, features, case.rois, case, output_size=2)
+        as_pair = util.call(op, features, case.rois, case, output_size=(2, 2))
+        self.assertAllEqual(as_int, as_pair)
+
+    @parameterized.product(op=util.OP_NAMES, data_format=["NHWC", "NCHW"])
+    def test_no_boxes(self, op, data_format):
+        case = util.make_case(op, seed=11)
+        features = util.layout(case.features_nhwc, data_format)
+        out = util.call(
+            op,
+            features,
+            np.zeros([0, 5], np.float32),
+            case,
+            data_format=data_format,
+        )
+        channels = util.pooled_channels(op, case)
+        ph, pw = case.output_size
+        expected = (
+            [0, ph, pw, channels] if data_format == "NHWC" else [0, channels, ph, pw]
+        )
+        self.assertEqual(out.shape, expected)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_empty_feature_map_gives_zeros(self, op):
+        case = util.make_case(op, seed=12)
+        channels = case.features_nhwc.shape[-1]
+        for shape in ([2, 0, 5, channels], [2, 5, 0, channels]):
+            out = util.call(op, tf.zeros(shape), case.rois, case)
+            self.assertAllEqual(out, tf.zeros_like(out))
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_shape_inference(self, op):
+        case = util.make_case(op, seed=13)
+        ph, pw = case.output_size
+        channels = case.features_nhwc.shape[-1]
+        out_channels = util.pooled_channels(op, case)
+        for data_format in ("NHWC", "NCHW"):
+            features_spec = (
+                [None, None, None, channels]
+                if data_format == "NHWC"
+                else [None, channels, None, None]
+            )
+            fn = tf.function(
+                lambda f, r, df=data_format: util.call(op, f, r, case, data_format=df)
+            ).get_concrete_function(
+                tf.TensorSpec(features_spec, tf.float32),
+                tf.TensorSpec([None, 5], tf.float32),
+            )
+            expected = (
+                [None, ph, pw, out_channels]
+                if data_format == "NHWC"
+                else [None, out_channels, ph, pw]
+            )
+            self.assertEqual(fn.structured_outputs.shape.as_list(), expected)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_tf_function_with_unknown_shapes(self, op):
+        # Same attrs, different batch, map and box counts: one trace.
+        cases = [
+            util.make_case(op, seed=14, batch=1, height=6, width=7),
+            util.make_case(op, seed=15, batch=3, height=10, width=5),
+        ]
+        fn = tf.function(
+            lambda f, r: util.call(op, f, r, cases[0]),
+            input_signature=[
+                tf.TensorSpec([None, None, None, None], tf.float32),
+                tf.TensorSpec([None, 5], tf.float32),
+            ],
+        )
+        for case in cases:
+            got = fn(tf.constant(case.features_nhwc, tf.float32), case.rois)
+            self.assertAllEqual(got, util.run_op(op, case, dtype=tf.float32))
+        self.assertEqual(fn.experimental_get_tracing_count(), 1)
+
+    @test_util.run_deprecated_v1
+    def test_graph_mode_session(self):
+        case = util.make_case("roi_align", seed=16, spatial_scale=0.5)
+        features = tf.compat.v1.placeholder(tf.float64, [None, None, None, None])
+        rois = tf.compat.v1.placeholder(tf.float32, [None, 5])
+        out = tfco.roi_align(
+            features, rois, case.output_size, case.spatial_scale, aligned=True
+        )
+        with self.session() as sess:
+            got = sess.run(out, {features: case.features_nhwc, rois: case.rois})
+        expected = roi_reference.roi_align(
+            case.features_nchw,
+            case.rois,
+            case.output_size,
+            case.spatial_scale,
+            -1,
+            True,
+        )
+        self.assertAllClose(got, np.transpose(expected, [0, 2, 3, 1]), atol=1e-12)
+
+    def test_jit_compile_fails_clearly(self):
+        # The ops have no XLA kernels; XLA must name the op, not crash.
+        case = util.make_case("roi_align", seed=17)
+
+        @tf.function(jit_compile=True)
+        def fn(features, rois):
+            return tfco.roi_align(features, rois, 2)
+
+        with self.assertRaisesRegex(
+            (tf.errors.InvalidArgumentError, tf.errors.NotFoundError),
+            r"CustomOps>RoiAlign",
+        ):
+            fn(tf.constant(case.features_nhwc), tf.constant(case.rois))
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,245 @@
+"""Bad input to the RoI ops and their gradient ops: each case is a clear
+InvalidArgument (or ValueError from the wrapper) whose message is asserted,
+never a crash or garbage."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.ops import roi_ops
+
+_raw = roi_ops._ops
+_BAD_INPUT = (tf.errors.InvalidArgumentError, ValueError)
+
+
+def _features(op, batch=2, height=6, width=7):
+    channels = 2 * 2 * 2 if op in util.POSITION_SENSITIVE else 3
+    return tf.random.stateless_normal([batch, height, width, channels], seed=[1, 2])
+
+
+def _call(op, features, rois, **kwargs):
+    kwargs.setdefault("output_size", 2)
+    return getattr(tfco, op)(features, rois, **kwargs)
+
+
+class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(
+        op=util.OP_NAMES,
+        rois=[
+            np.zeros([5], np.float32),
+            np.zeros([2, 4], np.float32),
+            np.zeros([2, 6], np.float32),
+            np.zeros([1, 2, 5], np.float32),
+        ],
+    )
+    def test_rois_shape(self, op, rois):
+        with self.assertRaisesRegex(_BAD_INPUT, r"rois must have shape \[K, 5\]"):
+            _call(op, _features(op), rois)
+
+    @parameterized.product(op=util.OP_NAMES, index=[0.5, -1.0, 2.0, 1e9])
+    def test_batch_index(self, op, index):
+        rois = [[0, 1, 1, 3, 3], [index, 1, 1, 3, 3]]
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"rois\[1, 0\] \(batch index\) must be an integer in \[0, 2\)",
+        ):
+            _call(op, _features(op), rois)
+
+    @parameterized.product(op=util.OP_NAMES, value=[np.nan, np.inf, -np.inf])
+    def test_non_finite_coordinates(self, op, value):
+        rois = [[0, 1, 1, 3, 3], [1, 1, value, 3, 3]]
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"rois\[1, 2\] is not finite"
+        ):
+            _call(op, _features(op), rois)
+
+    @parameterized.product(op=util.OP_NAMES, output_size=[0, -1, (2, 0), (3,)])
+    def test_output_size_in_wrapper(self, op, output_size):
+        with self.assertRaisesRegex(ValueError, r"output_size must be"):
+            _call(op, _features(op), [[0, 1, 1, 3, 3]], output_size=output_size)
+
+    @parameterized.parameters(
+        "custom_ops_roi_pool",
+        "custom_ops_roi_align",
+        "custom_ops_ps_roi_pool",
+        "custom_ops_ps_roi_align",
+    )
+    def test_output_size_in_raw_op(self, raw_op):
+        with self.assertRaisesRegex(
+            _BAD_INPUT, r"pooled_height.*must be at least minimum 1"
+        ):
+            getattr(_raw, raw_op)(
+                tf.zeros([1, 4, 4, 4]),
+                tf.zeros([1, 5]),
+                pooled_height=0,
+                pooled_width=1,
+            )
+
+    @parameterized.product(op=util.OP_NAMES, scale=[0.0, -0.5, np.nan, np.inf])
+    def test_spatial_scale(self, op, scale):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"spatial_scale must be finite and positive",
+        ):
+            _call(op, _features(op), [[0, 1, 1, 3, 3]], spatial_scale=scale)
+
+    @parameterized.product(op=sorted(util.SAMPLING), ratio=[65, 10**6])
+    def test_sampling_ratio_bound(self, op, ratio):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"sampling_ratio must be at most 64"
+        ):
+            _call(op, _features(op), [[0, 1, 1, 3, 3]], sampling_ratio=ratio)
+
+    @parameterized.parameters(sorted(util.SAMPLING))
+    def test_adaptive_grid_bound(self, op):
+        # A box thousands of bins wide per output bin would take minutes.
+        rois = [[0, 1, 1, 3, 3], [0, 0, 0, 1e6, 1e6]]
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"rois\[1\] needs an adaptive sampling grid of .* above the limit of "
+            r"4096",
+        ):
+            _call(op, _features(op), rois)
+        # The same box is fine with an explicit sampling ratio.
+        _call(op, _features(op), rois, sampling_ratio=2)
+
+    @parameterized.parameters(sorted(util.POSITION_SENSITIVE))
+    def test_channel_divisibility(self, op):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"features channels \(6\) must be divisible by the number of output "
+            r"bins pooled_height \* pooled_width = 4",
+        ):
+            _call(op, tf.zeros([1, 5, 5, 6]), [[0, 1, 1, 3, 3]])
+
+    @parameterized.parameters(sorted(util.POSITION_SENSITIVE))
+    def test_channel_divisibility_in_shape_function(self, op):
+        with tf.Graph().as_default():
+            with self.assertRaisesRegex(ValueError, r"evenly divisible"):
+                _call(
+                    op,
+                    tf.compat.v1.placeholder(tf.float32, [None, 5, 5, 6]),
+                    tf.compat.v1.placeholder(tf.float32, [None, 5]),
+                )
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_data_format(self, op):
+        with self.assertRaisesRegex(_BAD_INPUT, r"data_format.*not in the list"):
+            _call(op, _features(op), [[0, 1, 1, 3, 3]], data_format="NCWH")
+
+    @parameterized.product(op=util.OP_NAMES, shape=[[4, 4, 3], [1, 1, 4, 4, 3]])
+    def test_features_rank(self, op, shape):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"features must be 4-D"
+        ):
+            _call(op, tf.zeros(shape), [[0, 1, 1, 3, 3]])
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_shape_function_checks_ranks(self, op):
+        with tf.Graph().as_default():
+            features = tf.compat.v1.placeholder(tf.float32, [None, 5, 5, 8])
+            with self.assertRaisesRegex(ValueError, r"must be rank 2"):
+                _call(op, features, tf.compat.v1.placeholder(tf.float32, [5]))
+            with self.assertRaisesRegex(ValueError, r"must be 5 but is 4"):
+                _call(op, features, tf.compat.v1.placeholder(tf.float32, [None, 4]))
+            with self.assertRaisesRegex(ValueError, r"must be rank 4"):
+                _call(
+                    op,
+                    tf.compat.v1.placeholder(tf.float32, [5, 5, 8]),
+                    [[0, 0, 0, 1, 1]],
+                )
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_bad_dtype(self, op):
+        with self.assertRaisesRegex(
+            (TypeError, tf.errors.InvalidArgumentError), r"allowed values"
+        ):
+            _call(op, tf.zeros([1, 4, 4, 8], tf.int32), [[0, 1, 1, 3, 3]])
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_output_size_overflow(self, op):
+        # Huge channel counts of an empty map: a valid, empty tensor whose
+        # pooled output would have more than 2^63 elements.
+        if op in util.POSITION_SENSITIVE:
+            channels, output_size = 2**62, (2, 2)
+        else:
+            channels, output_size = 2**40, (2**12, 2**12)
+        features = tf.zeros([1, 0, 0, channels])
+        rois = np.zeros([600, 5], np.float32)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"overflow"):
+            _call(op, features, rois, output_size=output_size)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_feature_area_bound(self, op):
+        features = tf.zeros([1, 2**16, 2**16, 0])
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"height \* width must be below 2\^31"
+        ):
+            _call(op, features, [[0, 1, 1, 3, 3]])
+
+
+class RoiGradValidationTest(tf.test.TestCase, parameterized.TestCase):
+    def _grad_op(self, name, grads, rois, features_shape, argmax=None, **attrs):
+        attrs.setdefault("pooled_height", 2)
+        attrs.setdefault("pooled_width", 2)
+        fn = getattr(_raw, f"custom_ops_{name}_grad")
+        if name == "roi_pool":
+            return fn(grads, rois, argmax, features_shape, **attrs)
+        return fn(grads, rois, features_shape, **attrs)
+
+    def _args(self, name):
+        channels = 8 if name.startswith("ps_") else 4
+        out_channels = 2 if name.startswith("ps_") else 4
+        grads = tf.ones([1, 2, 2, out_channels])
+        argmax = tf.zeros([1, 2, 2, out_channels], tf.int32)
+        return grads, [[0, 0, 0, 3, 3]], [1, 5, 5, channels], argmax
+
+    @parameterized.parameters("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
+    def test_grads_shape(self, name):
+        _, rois, shape, argmax = self._args(name)
+        with self.assertRaisesRegex(_BAD_INPUT, r"grads must have shape|Dimension"):
+            self._grad_op(name, tf.ones([1, 3, 2, 4]), rois, shape, argmax)
+
+    @parameterized.parameters("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
+    def test_features_shape(self, name):
+        grads, rois, _, argmax = self._args(name)
+        with self.assertRaisesRegex(
+            _BAD_INPUT, r"features_shape must be a vector of 4 elements|rank 4"
+        ):
+            self._grad_op(name, grads, rois, [1, 5, 5], argmax)
+        with self.assertRaisesRegex(
+            _BAD_INPUT, r"features_shape\[1\] must be non-negative|negative"
+        ):
+            self._grad_op(name, grads, rois, [1, -5, 5, 4], argmax)
+
+    @parameterized.parameters("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
+    def test_batch_index_in_gradient(self, name):
+        grads, _, shape, argmax = self._args(name)
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"batch index\) must be an integer"
+        ):
+            self._grad_op(name, grads, [[3, 0, 0, 3, 3]], shape, argmax)
+
+    @parameterized.parameters(-2, 25, 2**31 - 1)
+    def test_roi_pool_argmax_bounds(self, bad):
+        grads, rois, shape, _ = self._args("roi_pool")
+        argmax = np.zeros([1, 2, 2, 4], np.int32)
+        argmax[0, 1, 0, 2] = bad
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            rf"argmax\[10\] = {bad} is not -1 or a pixel index in \[0, 25\)",
+        ):
+            self._grad_op("roi_pool", grads, rois, shape, argmax)
+
+    def test_roi_pool_argmax_shape(self):
+        grads, rois, shape, _ = self._args("roi_pool")
+        with self.assertRaisesRegex(_BAD_INPUT, r"argmax must have shape|Dimension"):
+            self._grad_op(
+                "roi_pool", grads, rois, shape, tf.zeros([1, 2, 2, 3], tf.int32)
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()
