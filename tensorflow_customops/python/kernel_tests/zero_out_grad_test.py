@@ -4,25 +4,11 @@ Jacobian, and the C++ (FunctionDefHelper) gradient against the Python one."""
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
-from tensorflow.core.framework import attr_value_pb2
 
 import tensorflow_customops as tfco
-
-
-def symbolic_gradient(op_type, inputs, grad_ys, attrs):
-    """Runs the C++ gradient registered for `op_type` via SymbolicGradient.
-
-    Only works while building a graph (tf.compat.v1): in TF2 eager mode and
-    inside tf.function, SymbolicGradient cannot see the forward op's attrs.
-    """
-    f = attr_value_pb2.NameAttrList(name=op_type)
-    for key, value in attrs.items():
-        f.attr[key].CopyFrom(value)
-    return tf.raw_ops.SymbolicGradient(
-        input=list(inputs) + list(grad_ys),
-        Tout=[t.dtype for t in inputs],
-        f=f,
-    )
+from tensorflow_customops.python.kernel_tests.gradient_test_util import (
+    symbolic_gradient,
+)
 
 
 class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
@@ -85,12 +71,7 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
             dy = tf.constant(dy_value, dtype=dtype)
             y = tfco.zero_out(x)
             (python_dx,) = tf.gradients(y, x, grad_ys=dy)
-            (cpp_dx,) = symbolic_gradient(
-                "CustomOps>ZeroOut",
-                [x],
-                [dy],
-                {"T": attr_value_pb2.AttrValue(type=dtype.as_datatype_enum)},
-            )
+            (cpp_dx,) = symbolic_gradient(y.op, [dy])
             with tf.compat.v1.Session() as sess:
                 python_value, cpp_value = sess.run([python_dx, cpp_dx])
         self.assertEqual(cpp_value.dtype, python_value.dtype)
@@ -106,12 +87,7 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         with tf.Graph().as_default():
             x = tf.constant(x_value)
             dy = tf.compat.v1.placeholder(tf.float64, x_value.shape)
-            (dx,) = symbolic_gradient(
-                "CustomOps>ZeroOut",
-                [x],
-                [dy],
-                {"T": attr_value_pb2.AttrValue(type=tf.float64.as_datatype_enum)},
-            )
+            (dx,) = symbolic_gradient(tfco.zero_out(x).op, [dy])
             with tf.compat.v1.Session() as sess:
                 rows = [
                     sess.run(dx, {dy: np.eye(n)[i].reshape(x_value.shape)}).ravel()

@@ -1,0 +1,137 @@
+"""Gradient tests of the RoI ops: the Python gradients against float64 numeric
+Jacobians over seeds, box layouts, scales and layouts; the C++ gradients
+(through SymbolicGradient) against the Python ones."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.kernel_tests.gradient_test_util import (
+    symbolic_gradient,
+)
+
+
+def _small_case(op, seed, spatial_scale):
+    # Small enough for a full numeric Jacobian, with every box layout.
+    return util.make_case(
+        op,
+        seed=seed,
+        spatial_scale=spatial_scale,
+        output_size=(2, 2),
+        sampling_ratio=2 if seed % 2 else -1,
+        aligned=bool(seed % 2),
+        batch=2,
+        height=5,
+        width=6,
+    )
+
+
+class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(
+        op=util.OP_NAMES,
+        seed=[0, 1],
+        spatial_scale=[1.0, 0.5],
+        data_format=["NHWC", "NCHW"],
+    )
+    def test_python_gradient_matches_numeric_jacobian(
+        self, op, seed, spatial_scale, data_format
+    ):
+        case = _small_case(op, seed, spatial_scale)
+        features = util.layout(case.features_nhwc, data_format)
+
+        def fn(x):
+            return util.call(op, x, case.rois, case, data_format=data_format)
+
+        theoretical, numerical = tf.test.compute_gradient(fn, [features], delta=1e-4)
+        self.assertAllClose(theoretical[0], numerical[0], rtol=1e-6, atol=1e-6)
+        # Boxes cover the map, so the Jacobian cannot be trivially zero.
+        self.assertGreater(np.count_nonzero(theoretical[0]), 10)
+
+    @parameterized.product(
+        op=util.OP_NAMES,
+        dtype=[tf.float16, tf.bfloat16, tf.float32, tf.float64],
+        data_format=["NHWC", "NCHW"],
+    )
+    def test_cpp_gradient_equals_python_gradient(self, op, dtype, data_format):
+        case = _small_case(op, seed=3, spatial_scale=0.5)
+        rng = np.random.default_rng(4)
+        with tf.Graph().as_default():
+            features = tf.cast(util.layout(case.features_nhwc, data_format), dtype)
+            out = util.call(op, features, case.rois, case, data_format=data_format)
+            upstream = tf.constant(rng.standard_normal(out.shape), dtype)
+            (python_grad,) = tf.gradients(out, features, grad_ys=upstream)
+            # RoiPool's second output (argmax) gets a zero upstream gradient.
+            grad_ys = [upstream] + [tf.zeros_like(t) for t in out.op.outputs[1:]]
+            cpp_grad, cpp_rois_grad = symbolic_gradient(out.op, grad_ys)
+            with tf.compat.v1.Session() as sess:
+                python_value, cpp_value, rois_value = sess.run(
+                    [python_grad, cpp_grad, cpp_rois_grad]
+                )
+        self.assertEqual(cpp_value.dtype, python_value.dtype)
+        self.assertAllEqual(cpp_value, python_value)
+        self.assertGreater(np.count_nonzero(python_value), 10)
+        self.assertAllEqual(rois_value, np.zeros_like(rois_value))
+
+    @parameterized.product(op=util.OP_NAMES, dtype=[tf.float16, tf.bfloat16])
+    def test_low_precision_gradient_close_to_float32(self, op, dtype):
+        case = _small_case(op, seed=5, spatial_scale=0.5)
+        grads = []
+        for t in (dtype, tf.float32):
+            x = tf.constant(case.features_nhwc, t)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = util.call(op, x, case.rois, case)
+            grads.append(tf.cast(tape.gradient(y, x), tf.float32))
+        self.assertEqual(grads[0].dtype, tf.float32)
+        self.assertAllClose(grads[0], grads[1], rtol=2e-2, atol=2e-2)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_rois_get_no_gradient(self, op):
+        case = _small_case(op, seed=6, spatial_scale=1.0)
+        rois = tf.constant(case.rois)
+        with tf.GradientTape() as tape:
+            tape.watch(rois)
+            y = util.call(op, tf.constant(case.features_nhwc), rois, case)
+        self.assertIsNone(tape.gradient(y, rois))
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_gradient_in_tf_function_with_unknown_shapes(self, op):
+        case = _small_case(op, seed=7, spatial_scale=0.5)
+
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, None, None, None], tf.float64),
+                tf.TensorSpec([None, 5], tf.float32),
+            ]
+        )
+        def grad_fn(features, rois):
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                y = util.call(op, features, rois, case)
+            return tape.gradient(y, features)
+
+        x = tf.constant(case.features_nhwc)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = util.call(op, x, case.rois, case)
+        self.assertAllEqual(grad_fn(x, case.rois), tape.gradient(y, x))
+
+    def test_roi_pool_gradient_goes_to_argmax(self):
+        features = tf.reshape(tf.range(16.0), [1, 4, 4, 1])
+        with tf.GradientTape() as tape:
+            tape.watch(features)
+            y = util.call(
+                "roi_pool",
+                features,
+                [[0, 0, 0, 3, 3]],
+                util.make_case("roi_pool", seed=0, output_size=(2, 2)),
+            )
+        grad = tape.gradient(y, features)[0, :, :, 0]
+        expected = np.zeros([4, 4])
+        expected[1, 1] = expected[1, 3] = expected[3, 1] = expected[3, 3] = 1
+        self.assertAllEqual(grad, expected)
+
+
+if __name__ == "__main__":
+    tf.test.main()
