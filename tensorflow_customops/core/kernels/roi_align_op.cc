@@ -175,31 +175,16 @@ class RoiAlignOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& features = context->input(0);
-    const Tensor& rois = context->input(1);
-    roi::RoiShape shape;
-    TensorShape pooled_shape;
-    OP_REQUIRES_OK(context,
-                   roi::ValidateForward(features, rois, attrs_, kDouble, &shape,
-                                        &pooled_shape));
-    Tensor* pooled = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, pooled_shape, &pooled));
-    if (pooled->NumElements() == 0) return;
-    if (features.NumElements() == 0) {
-      // An empty map (H or W is 0) has nothing to sample.
-      pooled->flat<T>().device(context->eigen_device<Device>()) =
-          pooled->flat<T>().constant(T(0));
-      return;
-    }
-    Tensor scratch;
-    float* rois_scratch;
-    OP_REQUIRES_OK(context,
-                   roi::AllocateRoisScratch(context, kOnGpu, shape.num_rois,
-                                            &scratch, &rois_scratch));
-    functor::RoiAlign<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, attrs_),
-        features.flat<T>().data(), rois.flat<float>().data(), rois_scratch,
-        pooled->flat<T>().data());
+    roi::RoiCall call;
+    Tensor* pooled;
+    OP_REQUIRES_OK(context, roi::PrepareForward(context, attrs_, kDouble,
+                                                kOnGpu, &call, &pooled));
+    if (call.empty) return;
+    functor::RoiAlign<Device, T>()(context->eigen_device<Device>(),
+                                   MakeArgs(call.shape, attrs_),
+                                   context->input(0).flat<T>().data(),
+                                   context->input(1).flat<float>().data(),
+                                   call.device_rois, pooled->flat<T>().data());
   }
 
  private:
@@ -221,30 +206,16 @@ class RoiAlignGradOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& grads = context->input(0);
-    const Tensor& rois = context->input(1);
-    roi::RoiShape shape;
-    TensorShape features_shape;
+    roi::RoiCall call;
+    Tensor* grad_features;
     OP_REQUIRES_OK(context,
-                   roi::ValidateBackward(grads, rois, context->input(2), attrs_,
-                                         kDouble, &shape, &features_shape));
-    Tensor* grad_features = nullptr;
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(0, features_shape, &grad_features));
-    if (grad_features->NumElements() == 0) return;
-    if (grads.NumElements() == 0) {
-      grad_features->flat<T>().device(context->eigen_device<Device>()) =
-          grad_features->flat<T>().constant(T(0));
-      return;
-    }
-    Tensor scratch;
-    float* rois_scratch;
-    OP_REQUIRES_OK(context,
-                   roi::AllocateRoisScratch(context, kOnGpu, shape.num_rois,
-                                            &scratch, &rois_scratch));
+                   roi::PrepareBackward(context, attrs_, 2, kDouble, kOnGpu,
+                                        &call, &grad_features));
+    if (call.empty) return;
     functor::RoiAlignGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, attrs_),
-        grads.flat<T>().data(), rois.flat<float>().data(), rois_scratch,
+        context->eigen_device<Device>(), MakeArgs(call.shape, attrs_),
+        context->input(0).flat<T>().data(),
+        context->input(1).flat<float>().data(), call.device_rois,
         grad_features->flat<T>().data());
   }
 

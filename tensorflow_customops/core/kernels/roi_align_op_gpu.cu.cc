@@ -155,6 +155,7 @@ struct RoiAlignGrad<GPUDevice, T> {
              s.batch * s.height * s.width * s.channels * sizeof(T));
     const int64_t size =
         s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
+    if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiAlignGradKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,

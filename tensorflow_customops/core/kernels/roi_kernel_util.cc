@@ -13,7 +13,6 @@
 
 namespace tensorflow {
 namespace roi {
-
 absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
                           RoiAttrs* attrs) {
   TF_RETURN_IF_ERROR(context->GetAttr("pooled_height", &attrs->pooled_height));
@@ -45,6 +44,11 @@ absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Checks that `features_shape` is a rank-4 shape in the attrs' data format and
+// returns its sizes; for position-sensitive ops also checks that the channels
+// divide into pooled_height * pooled_width groups.
 absl::Status GetFeatureSizes(const TensorShape& features_shape,
                              const RoiAttrs& attrs, const char* arg_name,
                              RoiShape* shape) {
@@ -82,6 +86,8 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
   return absl::OkStatus();
 }
 
+// Checks rois: float [K, 5], every coordinate finite, every batch index an
+// integer in [0, batch). Fills shape->num_rois.
 absl::Status ValidateRois(const Tensor& rois, RoiShape* shape) {
   if (rois.dims() != 2 || rois.dim_size(1) != 5) {
     return errors::InvalidArgument(
@@ -110,6 +116,8 @@ absl::Status ValidateRois(const Tensor& rois, RoiShape* shape) {
   return absl::OkStatus();
 }
 
+// For the align ops: checks that no box needs an adaptive sampling grid above
+// kMaxSamplesPerBin points per bin. A is the kernel's accumulation type.
 template <typename A>
 absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   // Pooling ops have no grid; explicit ratios are bounded by the attr check.
@@ -136,11 +144,8 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   return absl::OkStatus();
 }
 
-template absl::Status ValidateSamplingGrid<float>(const Tensor&,
-                                                  const RoiAttrs&);
-template absl::Status ValidateSamplingGrid<double>(const Tensor&,
-                                                   const RoiAttrs&);
-
+// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW], with overflow
+// checks.
 absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
                          TensorShape* out) {
   *out = TensorShape();
@@ -154,6 +159,7 @@ absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
   return absl::OkStatus();
 }
 
+// Reads a gradient op's features_shape input (int32 [4], host memory).
 absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
                                      TensorShape* out) {
   if (features_shape.dims() != 1 || features_shape.NumElements() != 4) {
@@ -173,6 +179,7 @@ absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
   return absl::OkStatus();
 }
 
+// Checks that a gradient op's incoming gradient has the pooled shape.
 absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
                                   const RoiShape& shape, const RoiAttrs& attrs,
                                   const char* arg_name) {
@@ -186,43 +193,58 @@ absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
   return absl::OkStatus();
 }
 
-absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
-                             const RoiAttrs& attrs, bool double_precision,
-                             RoiShape* shape, TensorShape* pooled_shape) {
-  TF_RETURN_IF_ERROR(
-      GetFeatureSizes(features.shape(), attrs, "features", shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
-  TF_RETURN_IF_ERROR(double_precision
-                         ? ValidateSamplingGrid<double>(rois, attrs)
-                         : ValidateSamplingGrid<float>(rois, attrs));
-  return PooledShape(*shape, attrs, pooled_shape);
-}
-
-absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
-                              const Tensor& features_shape,
-                              const RoiAttrs& attrs, bool double_precision,
-                              RoiShape* shape,
-                              TensorShape* features_tensor_shape) {
-  TF_RETURN_IF_ERROR(
-      FeaturesShapeFromTensor(features_shape, features_tensor_shape));
-  TF_RETURN_IF_ERROR(
-      GetFeatureSizes(*features_tensor_shape, attrs, "features_shape", shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, shape));
-  TF_RETURN_IF_ERROR(double_precision
-                         ? ValidateSamplingGrid<double>(rois, attrs)
-                         : ValidateSamplingGrid<float>(rois, attrs));
-  return CheckPooledGradShape(grads.shape(), *shape, attrs, "grads");
-}
-
 absl::Status AllocateRoisScratch(OpKernelContext* context, bool on_gpu,
-                                 int64_t num_rois, Tensor* scratch,
-                                 float** data) {
-  *data = nullptr;
-  if (!on_gpu) return absl::OkStatus();
-  TF_RETURN_IF_ERROR(
-      context->allocate_temp(DT_FLOAT, TensorShape({num_rois, 5}), scratch));
-  *data = scratch->flat<float>().data();
+                                 RoiCall* call) {
+  if (!on_gpu || call->empty) return absl::OkStatus();
+  TF_RETURN_IF_ERROR(context->allocate_temp(
+      DT_FLOAT, TensorShape({call->shape.num_rois, 5}), &call->rois_scratch));
+  call->device_rois = call->rois_scratch.flat<float>().data();
   return absl::OkStatus();
+}
+
+absl::Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
+                          bool double_precision) {
+  return double_precision ? ValidateSamplingGrid<double>(rois, attrs)
+                          : ValidateSamplingGrid<float>(rois, attrs);
+}
+
+}  // namespace
+
+absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
+                            bool double_precision, bool on_gpu, RoiCall* call,
+                            Tensor** outputs) {
+  const Tensor& rois = context->input(1);
+  TF_RETURN_IF_ERROR(GetFeatureSizes(context->input(0).shape(), attrs,
+                                     "features", &call->shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, &call->shape));
+  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
+  TensorShape pooled_shape;
+  TF_RETURN_IF_ERROR(PooledShape(call->shape, attrs, &pooled_shape));
+  for (int i = 0; i < context->num_outputs(); ++i) {
+    TF_RETURN_IF_ERROR(context->allocate_output(i, pooled_shape, &outputs[i]));
+  }
+  call->empty = pooled_shape.num_elements() == 0;
+  return AllocateRoisScratch(context, on_gpu, call);
+}
+
+absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
+                             int features_shape_input, bool double_precision,
+                             bool on_gpu, RoiCall* call,
+                             Tensor** grad_features) {
+  const Tensor& rois = context->input(1);
+  TensorShape features_shape;
+  TF_RETURN_IF_ERROR(FeaturesShapeFromTensor(
+      context->input(features_shape_input), &features_shape));
+  TF_RETURN_IF_ERROR(
+      GetFeatureSizes(features_shape, attrs, "features_shape", &call->shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, &call->shape));
+  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
+  TF_RETURN_IF_ERROR(CheckPooledGradShape(context->input(0).shape(),
+                                          call->shape, attrs, "grads"));
+  TF_RETURN_IF_ERROR(
+      context->allocate_output(0, features_shape, grad_features));
+  call->empty = features_shape.num_elements() == 0;
+  return AllocateRoisScratch(context, on_gpu, call);
 }
 
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,

@@ -37,35 +37,29 @@ enum class OpKind { kPool, kAlign, kPsPool, kPsAlign };
 absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
                           RoiAttrs* attrs);
 
-// Checks that `features_shape` is a rank-4 shape in the attrs' data format and
-// returns its sizes; for position-sensitive ops also checks that the channels
-// divide into pooled_height * pooled_width groups.
-absl::Status GetFeatureSizes(const TensorShape& features_shape,
-                             const RoiAttrs& attrs, const char* arg_name,
-                             RoiShape* shape);
+// What a kernel knows once its inputs are validated and outputs allocated.
+struct RoiCall {
+  RoiShape shape;
+  Tensor rois_scratch;           // device copy of rois (GPU kernels only)
+  float* device_rois = nullptr;  // its data
+  bool empty = false;            // the outputs have no elements
+};
 
-// Checks rois: float [K, 5], every coordinate finite, every batch index an
-// integer in [0, batch). Fills shape->num_rois.
-absl::Status ValidateRois(const Tensor& rois, RoiShape* shape);
+// Validates a forward kernel's features (input 0) and rois (input 1), and for
+// the align ops the adaptive sampling grid (in double precision if
+// `double_precision`, as the kernel computes it); allocates every output with
+// the pooled shape and, if `on_gpu`, the device copy of rois.
+absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
+                            bool double_precision, bool on_gpu, RoiCall* call,
+                            Tensor** outputs);
 
-// For the align ops: checks that no box needs an adaptive sampling grid above
-// kMaxSamplesPerBin points per bin. A is the kernel's accumulation type.
-template <typename A>
-absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs);
-
-// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW], with overflow
-// checks.
-absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
-                         TensorShape* out);
-
-// Reads a gradient op's `features_shape` input (int32 [4], host memory).
-absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
-                                     TensorShape* out);
-
-// Checks that a gradient op's incoming gradient has the pooled shape.
-absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
-                                  const RoiShape& shape, const RoiAttrs& attrs,
-                                  const char* arg_name);
+// The same for a gradient kernel: grads (input 0, with the pooled shape),
+// rois (input 1) and features_shape (input `features_shape_input`); allocates
+// the feature gradient (output 0).
+absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
+                             int features_shape_input, bool double_precision,
+                             bool on_gpu, RoiCall* call,
+                             Tensor** grad_features);
 
 // The rois of batch image n are order[begin[n]] .. order[begin[n + 1] - 1],
 // in increasing roi index: what a backward pass that shards over images needs
@@ -76,26 +70,6 @@ struct RoisByImage {
 };
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
                              int64_t batch);
-
-// Everything a forward kernel checks before allocating: features, rois, the
-// sampling grid (align ops), and the pooled output shape.
-absl::Status ValidateForward(const Tensor& features, const Tensor& rois,
-                             const RoiAttrs& attrs, bool double_precision,
-                             RoiShape* shape, TensorShape* pooled_shape);
-
-// The same for a gradient kernel: features_shape, rois, the sampling grid,
-// and that grads has the pooled shape.
-absl::Status ValidateBackward(const Tensor& grads, const Tensor& rois,
-                              const Tensor& features_shape,
-                              const RoiAttrs& attrs, bool double_precision,
-                              RoiShape* shape,
-                              TensorShape* features_tensor_shape);
-
-// GPU kernels read the (validated, host-memory) rois from a device copy:
-// allocates it when `on_gpu`, else sets *data to nullptr.
-absl::Status AllocateRoisScratch(OpKernelContext* context, bool on_gpu,
-                                 int64_t num_rois, Tensor* scratch,
-                                 float** data);
 
 // Runs a CPU backward pass deterministically and in parallel. Work item
 // (image n, block of output channels) calls

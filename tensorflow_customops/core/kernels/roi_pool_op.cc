@@ -229,8 +229,7 @@ struct PsRoiPoolGrad<CPUDevice, T> {
 
 namespace {
 
-// Shared by the four kernels: attrs, and what each Compute checks and
-// allocates before calling its functor.
+// Shared by the four kernels: their attrs and where they run.
 template <typename Device, typename T>
 class RoiPoolKernelBase : public OpKernel {
  public:
@@ -241,42 +240,6 @@ class RoiPoolKernelBase : public OpKernel {
 
  protected:
   static constexpr bool kOnGpu = std::is_same<Device, GPUDevice>::value;
-
-  // Validates features and rois and allocates the pooled outputs
-  // 0..num_outputs()-1; *empty tells that they have no elements.
-  absl::Status PrepareForward(OpKernelContext* context, roi::RoiShape* shape,
-                              Tensor** outputs, Tensor* scratch,
-                              float** rois_scratch, bool* empty) {
-    TensorShape pooled_shape;
-    TF_RETURN_IF_ERROR(
-        roi::ValidateForward(context->input(0), context->input(1), attrs_,
-                             /*double_precision=*/false, shape, &pooled_shape));
-    for (int i = 0; i < num_outputs(); ++i) {
-      TF_RETURN_IF_ERROR(
-          context->allocate_output(i, pooled_shape, &outputs[i]));
-    }
-    *empty = pooled_shape.num_elements() == 0;
-    return roi::AllocateRoisScratch(context, kOnGpu && !*empty, shape->num_rois,
-                                    scratch, rois_scratch);
-  }
-
-  // Validates grads, rois and features_shape (input `shape_input`) and
-  // allocates the feature gradient; *empty tells that it has no elements.
-  absl::Status PrepareBackward(OpKernelContext* context, int shape_input,
-                               roi::RoiShape* shape, Tensor** grad_features,
-                               Tensor* scratch, float** rois_scratch,
-                               bool* empty) {
-    TensorShape features_shape;
-    TF_RETURN_IF_ERROR(roi::ValidateBackward(
-        context->input(0), context->input(1), context->input(shape_input),
-        attrs_, /*double_precision=*/false, shape, &features_shape));
-    TF_RETURN_IF_ERROR(
-        context->allocate_output(0, features_shape, grad_features));
-    *empty = features_shape.num_elements() == 0;
-    return roi::AllocateRoisScratch(context, kOnGpu && !*empty, shape->num_rois,
-                                    scratch, rois_scratch);
-  }
-
   roi::RoiAttrs attrs_;
 };
 
@@ -287,19 +250,15 @@ class RoiPoolOp : public RoiPoolKernelBase<Device, T> {
       : RoiPoolKernelBase<Device, T>(context, roi::OpKind::kPool) {}
 
   void Compute(OpKernelContext* context) override {
-    roi::RoiShape shape;
+    roi::RoiCall call;
     Tensor* outputs[2];
-    Tensor scratch;
-    float* rois_scratch;
-    bool empty;
-    OP_REQUIRES_OK(context,
-                   this->PrepareForward(context, &shape, outputs, &scratch,
-                                        &rois_scratch, &empty));
-    if (empty) return;
+    OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
+                                                this->kOnGpu, &call, outputs));
+    if (call.empty) return;
     functor::RoiPool<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, this->attrs_),
+        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
         context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), rois_scratch,
+        context->input(1).flat<float>().data(), call.device_rois,
         outputs[0]->flat<T>().data(), outputs[1]->flat<int32_t>().data());
   }
 };
@@ -333,23 +292,20 @@ class RoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
       : RoiPoolKernelBase<Device, T>(context, roi::OpKind::kPool) {}
 
   void Compute(OpKernelContext* context) override {
-    roi::RoiShape shape;
+    roi::RoiCall call;
     Tensor* grad_features;
-    Tensor scratch;
-    float* rois_scratch;
-    bool empty;
     OP_REQUIRES_OK(context,
-                   this->PrepareBackward(context, 3, &shape, &grad_features,
-                                         &scratch, &rois_scratch, &empty));
-    if (empty) return;
+                   roi::PrepareBackward(context, this->attrs_, 3, false,
+                                        this->kOnGpu, &call, &grad_features));
     const Tensor& argmax = context->input(2);
-    OP_REQUIRES_OK(context,
-                   ValidateArgmax(argmax, context->input(0).shape(),
-                                  shape.height * shape.width, !this->kOnGpu));
+    OP_REQUIRES_OK(context, ValidateArgmax(argmax, context->input(0).shape(),
+                                           call.shape.height * call.shape.width,
+                                           !this->kOnGpu));
+    if (call.empty) return;
     functor::RoiPoolGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, this->attrs_),
+        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
         context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), rois_scratch,
+        context->input(1).flat<float>().data(), call.device_rois,
         argmax.flat<int32_t>().data(), grad_features->flat<T>().data());
   }
 };
@@ -361,20 +317,16 @@ class PsRoiPoolOp : public RoiPoolKernelBase<Device, T> {
       : RoiPoolKernelBase<Device, T>(context, roi::OpKind::kPsPool) {}
 
   void Compute(OpKernelContext* context) override {
-    roi::RoiShape shape;
+    roi::RoiCall call;
     Tensor* pooled;
-    Tensor scratch;
-    float* rois_scratch;
-    bool empty;
-    OP_REQUIRES_OK(context,
-                   this->PrepareForward(context, &shape, &pooled, &scratch,
-                                        &rois_scratch, &empty));
-    if (empty) return;
+    OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
+                                                this->kOnGpu, &call, &pooled));
+    if (call.empty) return;
     functor::PsRoiPool<Device, T>()(context->eigen_device<Device>(),
-                                    MakeArgs(shape, this->attrs_),
+                                    MakeArgs(call.shape, this->attrs_),
                                     context->input(0).flat<T>().data(),
                                     context->input(1).flat<float>().data(),
-                                    rois_scratch, pooled->flat<T>().data());
+                                    call.device_rois, pooled->flat<T>().data());
   }
 };
 
@@ -385,19 +337,16 @@ class PsRoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
       : RoiPoolKernelBase<Device, T>(context, roi::OpKind::kPsPool) {}
 
   void Compute(OpKernelContext* context) override {
-    roi::RoiShape shape;
+    roi::RoiCall call;
     Tensor* grad_features;
-    Tensor scratch;
-    float* rois_scratch;
-    bool empty;
     OP_REQUIRES_OK(context,
-                   this->PrepareBackward(context, 2, &shape, &grad_features,
-                                         &scratch, &rois_scratch, &empty));
-    if (empty) return;
+                   roi::PrepareBackward(context, this->attrs_, 2, false,
+                                        this->kOnGpu, &call, &grad_features));
+    if (call.empty) return;
     functor::PsRoiPoolGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(shape, this->attrs_),
+        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
         context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), rois_scratch,
+        context->input(1).flat<float>().data(), call.device_rois,
         grad_features->flat<T>().data());
   }
 };

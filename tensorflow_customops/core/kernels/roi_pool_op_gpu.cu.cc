@@ -209,6 +209,7 @@ struct RoiPoolGrad<GPUDevice, T> {
     UploadRois(d, args, rois, rois_scratch);
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = PooledSize(args);
+    if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(
         RoiPoolGradKernel<T>, config.block_count, config.thread_per_block, 0,
@@ -237,6 +238,7 @@ struct PsRoiPoolGrad<GPUDevice, T> {
     UploadRois(d, args, rois, rois_scratch);
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = PooledSize(args);
+    if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolGradKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
