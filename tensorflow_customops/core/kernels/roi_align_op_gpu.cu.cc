@@ -12,41 +12,13 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 
 namespace tensorflow {
 
 typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
-
-// Logical (k, ph, pw, c) of linear index i of a tensor in `layout` order.
-struct PooledIndex {
-  int64_t k;
-  int ph;
-  int pw;
-  int64_t c;
-};
-
-__device__ PooledIndex DecodePooled(int64_t i, const RoiAlignArgs& args) {
-  const roi::RoiShape& s = args.shape;
-  PooledIndex idx;
-  if (args.pooled_layout.c_stride == 1) {  // NHWC
-    idx.c = i % s.out_channels;
-    i /= s.out_channels;
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    idx.k = i / s.pooled_height;
-  } else {  // NCHW
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    i /= s.pooled_height;
-    idx.c = i % s.out_channels;
-    idx.k = i / s.out_channels;
-  }
-  return idx;
-}
 
 template <typename T>
 __global__ void RoiAlignKernel(int64_t size, RoiAlignArgs args,
@@ -55,7 +27,8 @@ __global__ void RoiAlignKernel(int64_t size, RoiAlignArgs args,
                                T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   GPU_1D_KERNEL_LOOP(i, size) {
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
     const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
     int64_t cs, first;
@@ -91,7 +64,8 @@ __global__ void RoiAlignGradKernel(int64_t size, RoiAlignArgs args,
                                    T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   GPU_1D_KERNEL_LOOP(i, size) {
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
     const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
     int64_t cs, first;
@@ -117,15 +91,6 @@ __global__ void RoiAlignGradKernel(int64_t size, RoiAlignArgs args,
   }
 }
 
-// The rois were validated on the host; copy them next to the kernel. The
-// stream is synchronised so the host buffer may be released afterwards.
-void UploadRois(const GPUDevice& d, const RoiAlignArgs& args, const float* rois,
-                float* rois_scratch) {
-  d.memcpyHostToDevice(rois_scratch, rois,
-                       args.shape.num_rois * 5 * sizeof(float));
-  d.synchronize();
-}
-
 }  // namespace
 
 namespace functor {
@@ -135,9 +100,8 @@ struct RoiAlign<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiAlignArgs& args,
                   const T* features, const float* rois, float* rois_scratch,
                   T* pooled) {
-    UploadRois(d, args, rois, rois_scratch);
-    const int64_t size = args.shape.num_rois * args.shape.pooled_height *
-                         args.shape.pooled_width * args.shape.out_channels;
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
+    const int64_t size = roi::PooledSize(args.shape);
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiAlignKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
@@ -149,12 +113,11 @@ template <typename T>
 struct RoiAlignGrad<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiAlignArgs& args, const T* grads,
                   const float* rois, float* rois_scratch, T* grad_features) {
-    UploadRois(d, args, rois, rois_scratch);
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
     const roi::RoiShape& s = args.shape;
     d.memset(grad_features, 0,
              s.batch * s.height * s.width * s.channels * sizeof(T));
-    const int64_t size =
-        s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
+    const int64_t size = roi::PooledSize(s);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiAlignGradKernel<T>, config.block_count,

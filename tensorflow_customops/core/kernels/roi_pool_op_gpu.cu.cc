@@ -14,6 +14,7 @@
 
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
 
 namespace tensorflow {
@@ -21,35 +22,6 @@ namespace tensorflow {
 typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
-
-struct PooledIndex {
-  int64_t k;
-  int ph;
-  int pw;
-  int64_t c;
-};
-
-// Logical (k, ph, pw, c) of linear index i of the pooled tensor.
-__device__ PooledIndex DecodePooled(int64_t i, const RoiPoolArgs& args) {
-  const roi::RoiShape& s = args.shape;
-  PooledIndex idx;
-  if (args.pooled_layout.c_stride == 1) {  // NHWC
-    idx.c = i % s.out_channels;
-    i /= s.out_channels;
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    idx.k = i / s.pooled_height;
-  } else {  // NCHW
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    i /= s.pooled_height;
-    idx.c = i % s.out_channels;
-    idx.k = i / s.out_channels;
-  }
-  return idx;
-}
 
 template <typename T>
 __global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
@@ -60,7 +32,8 @@ __global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   GPU_1D_KERNEL_LOOP(i, size) {
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, false, &h, &w);
@@ -96,7 +69,8 @@ __global__ void RoiPoolGradKernel(int64_t size, RoiPoolArgs args,
     // argmax was not validated on the host (it lives on the device): skip
     // anything that is not a pixel of the map.
     if (index < 0 || index >= area) continue;
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const int64_t n = static_cast<int64_t>(rois[idx.k * 5]);
     GpuAtomicAdd(grad_features + in.Offset(n, index / args.shape.width,
                                            index % args.shape.width, idx.c),
@@ -113,7 +87,8 @@ __global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
   GPU_1D_KERNEL_LOOP(i, size) {
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
@@ -143,7 +118,8 @@ __global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
   GPU_1D_KERNEL_LOOP(i, size) {
-    const PooledIndex idx = DecodePooled(i, args);
+    const roi::PooledIndex idx =
+        roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
@@ -163,20 +139,6 @@ __global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
   }
 }
 
-// The rois were validated on the host; copy them next to the kernel. The
-// stream is synchronised so the host buffer may be released afterwards.
-void UploadRois(const GPUDevice& d, const RoiPoolArgs& args, const float* rois,
-                float* rois_scratch) {
-  d.memcpyHostToDevice(rois_scratch, rois,
-                       args.shape.num_rois * 5 * sizeof(float));
-  d.synchronize();
-}
-
-int64_t PooledSize(const RoiPoolArgs& args) {
-  const roi::RoiShape& s = args.shape;
-  return s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
-}
-
 void ZeroGradFeatures(const GPUDevice& d, const RoiPoolArgs& args, void* data,
                       size_t element_size) {
   const roi::RoiShape& s = args.shape;
@@ -192,8 +154,8 @@ struct RoiPool<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiPoolArgs& args,
                   const T* features, const float* rois, float* rois_scratch,
                   T* pooled, int32_t* argmax) {
-    UploadRois(d, args, rois, rois_scratch);
-    const int64_t size = PooledSize(args);
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
+    const int64_t size = roi::PooledSize(args.shape);
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiPoolKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
@@ -206,9 +168,9 @@ struct RoiPoolGrad<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
                   const float* rois, float* rois_scratch, const int32_t* argmax,
                   T* grad_features) {
-    UploadRois(d, args, rois, rois_scratch);
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
-    const int64_t size = PooledSize(args);
+    const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(
@@ -222,8 +184,8 @@ struct PsRoiPool<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiPoolArgs& args,
                   const T* features, const float* rois, float* rois_scratch,
                   T* pooled) {
-    UploadRois(d, args, rois, rois_scratch);
-    const int64_t size = PooledSize(args);
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
+    const int64_t size = roi::PooledSize(args.shape);
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
@@ -235,9 +197,9 @@ template <typename T>
 struct PsRoiPoolGrad<GPUDevice, T> {
   void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
                   const float* rois, float* rois_scratch, T* grad_features) {
-    UploadRois(d, args, rois, rois_scratch);
+    roi::UploadRois(d, args.shape, rois, rois_scratch);
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
-    const int64_t size = PooledSize(args);
+    const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolGradKernel<T>, config.block_count,

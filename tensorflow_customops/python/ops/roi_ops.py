@@ -252,59 +252,35 @@ def ps_roi_align(
     )
 
 
-def _attrs(op, names):
-    return {name: op.get_attr(name) for name in names}
+def _register_feature_gradient(op_type, grad_op, attr_names):
+    """Registers the Python gradient of a RoI op: d(features) from its gradient
+    op, nothing for rois (nor for RoiPool's argmax output)."""
+
+    @tf.RegisterGradient(op_type)
+    def _grad(op, grad, *_):
+        argmax = {"argmax": op.outputs[1]} if len(op.outputs) > 1 else {}
+        grad_features = grad_op(
+            grads=grad,
+            rois=op.inputs[1],
+            features_shape=tf.shape(op.inputs[0], out_type=tf.int32),
+            **argmax,
+            **{name: op.get_attr(name) for name in attr_names},
+        )
+        return [grad_features, None]
 
 
-def _features_shape(op):
-    return tf.shape(op.inputs[0], out_type=tf.int32)
-
-
-@tf.RegisterGradient("CustomOps>RoiPool")
-def _roi_pool_grad(op, grad, _):
-    """Routes each bin's gradient to its argmax; argmax gets none."""
-    grad_features = _ops.custom_ops_roi_pool_grad(
-        grads=grad,
-        rois=op.inputs[1],
-        argmax=op.outputs[1],
-        features_shape=_features_shape(op),
-        **_attrs(op, _POOL_ATTRS),
-    )
-    return [grad_features, None]
-
-
-@tf.RegisterGradient("CustomOps>RoiAlign")
-def _roi_align_grad(op, grad):
-    grad_features = _ops.custom_ops_roi_align_grad(
-        grads=grad,
-        rois=op.inputs[1],
-        features_shape=_features_shape(op),
-        **_attrs(op, _ALIGN_ATTRS),
-    )
-    return [grad_features, None]
-
-
-@tf.RegisterGradient("CustomOps>PsRoiPool")
-def _ps_roi_pool_grad(op, grad):
-    grad_features = _ops.custom_ops_ps_roi_pool_grad(
-        grads=grad,
-        rois=op.inputs[1],
-        features_shape=_features_shape(op),
-        **_attrs(op, _POOL_ATTRS),
-    )
-    return [grad_features, None]
-
-
-@tf.RegisterGradient("CustomOps>PsRoiAlign")
-def _ps_roi_align_grad(op, grad):
-    grad_features = _ops.custom_ops_ps_roi_align_grad(
-        grads=grad,
-        rois=op.inputs[1],
-        features_shape=_features_shape(op),
-        **_attrs(op, _PS_ALIGN_ATTRS),
-    )
-    return [grad_features, None]
-
+_register_feature_gradient(
+    "CustomOps>RoiPool", _ops.custom_ops_roi_pool_grad, _POOL_ATTRS
+)
+_register_feature_gradient(
+    "CustomOps>RoiAlign", _ops.custom_ops_roi_align_grad, _ALIGN_ATTRS
+)
+_register_feature_gradient(
+    "CustomOps>PsRoiPool", _ops.custom_ops_ps_roi_pool_grad, _POOL_ATTRS
+)
+_register_feature_gradient(
+    "CustomOps>PsRoiAlign", _ops.custom_ops_ps_roi_align_grad, _PS_ALIGN_ATTRS
+)
 
 for _grad_op in ("RoiPoolGrad", "RoiAlignGrad", "PsRoiPoolGrad", "PsRoiAlignGrad"):
     tf.no_gradient("CustomOps>" + _grad_op)
