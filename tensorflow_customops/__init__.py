@@ -3,9 +3,11 @@ project for writing custom ops.
 
     import tensorflow_customops as tfco
     tfco.zero_out([[1, 2], [3, 4]])
+    tfco.layers.RoIAlign(output_size=7)  # Keras 3 layers
 """
 
 from tensorflow_customops import _build_info
+from tensorflow_customops.python.keras import layers
 from tensorflow_customops.python.ops.roi_ops import (
     ps_roi_align,
     ps_roi_pool,
@@ -36,6 +38,7 @@ def build_info():
 
 __all__ = [
     "build_info",
+    "layers",
     "ps_roi_align",
     "ps_roi_pool",
     "roi_align",

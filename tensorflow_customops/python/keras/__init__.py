@@ -1,0 +1,1 @@
+"""Keras 3 layers over the custom ops."""
