@@ -36,6 +36,40 @@ RoiAlignArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs) {
   return args;
 }
 
+// acc[c] += sum_j weight[j] * corner_j[c * stride] for c < n. The stride-1
+// case (NHWC RoiAlign) is a separate loop so the compiler vectorises it; both
+// do the same operations in the same order, so they give the same bits.
+template <typename T, typename A>
+void AddSample(A* __restrict__ acc, const T* __restrict__ v0,
+               const T* __restrict__ v1, const T* __restrict__ v2,
+               const T* __restrict__ v3, const A* weight, int64_t stride,
+               int64_t n) {
+  const A w0 = weight[0], w1 = weight[1], w2 = weight[2], w3 = weight[3];
+  if (stride == 1) {
+    for (int64_t c = 0; c < n; ++c) {
+      acc[c] += w0 * static_cast<A>(v0[c]) + w1 * static_cast<A>(v1[c]) +
+                w2 * static_cast<A>(v2[c]) + w3 * static_cast<A>(v3[c]);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const int64_t o = c * stride;
+    acc[c] += w0 * static_cast<A>(v0[o]) + w1 * static_cast<A>(v1[o]) +
+              w2 * static_cast<A>(v2[o]) + w3 * static_cast<A>(v3[o]);
+  }
+}
+
+// out[c * stride] += g[c] * w for c < n; stride 1 vectorises (see AddSample).
+template <typename A>
+void Scatter(A* __restrict__ out, const A* __restrict__ g, A w, int64_t stride,
+             int64_t n) {
+  if (stride == 1) {
+    for (int64_t c = 0; c < n; ++c) out[c] += g[c] * w;
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c) out[c * stride] += g[c] * w;
+}
+
 }  // namespace
 
 namespace functor {
@@ -76,17 +110,10 @@ struct RoiAlign<CPUDevice, T> {
             const roi::BilinearSample<A> p =
                 roi::Bilinear<A>(y, x, s.height, s.width, args.features_layout);
             if (!p.valid) continue;
-            const T* v0 = image + first + p.offset[0];
-            const T* v1 = image + first + p.offset[1];
-            const T* v2 = image + first + p.offset[2];
-            const T* v3 = image + first + p.offset[3];
-            for (int64_t c = 0; c < channels; ++c) {
-              const int64_t o = c * cs;
-              acc[c] += p.weight[0] * static_cast<A>(v0[o]) +
-                        p.weight[1] * static_cast<A>(v1[o]) +
-                        p.weight[2] * static_cast<A>(v2[o]) +
-                        p.weight[3] * static_cast<A>(v3[o]);
-            }
+            const T* base = image + first;
+            AddSample(acc.data(), base + p.offset[0], base + p.offset[1],
+                      base + p.offset[2], base + p.offset[3], p.weight, cs,
+                      channels);
           }
         }
         const A count = roi::SampleCount(box);
@@ -122,14 +149,24 @@ struct RoiAlignGrad<CPUDevice, T> {
     roi::ParallelBackward(
         d, s, args.features_layout, cost, grad_features,
         [&](int64_t n, int64_t c_begin, int64_t c_end, A* image) {
+          const int64_t block = c_end - c_begin;
+          // The incoming gradient of one bin's channel block, over count.
+          std::vector<A> g(block);
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
             const roi::AlignBox<A> box = roi::BoxOf<A>(args, rois + k * 5);
             const A count = roi::SampleCount(box);
             for (int ph = 0; ph < s.pooled_height; ++ph) {
               for (int pw = 0; pw < s.pooled_width; ++pw) {
+                for (int64_t c = c_begin; c < c_end; ++c) {
+                  g[c - c_begin] =
+                      static_cast<A>(
+                          grads[args.pooled_layout.Offset(k, ph, pw, c)]) /
+                      count;
+                }
                 int64_t cs, first;
                 roi::BinChannels(args, ph, pw, &cs, &first);
+                A* channels = image + first + c_begin * cs;
                 for (int iy = 0; iy < box.grid_h; ++iy) {
                   const A y = roi::SamplePoint(box.start_h, ph, box.bin_h, iy,
                                                box.grid_h);
@@ -139,15 +176,9 @@ struct RoiAlignGrad<CPUDevice, T> {
                     const roi::BilinearSample<A> p = roi::Bilinear<A>(
                         y, x, s.height, s.width, args.features_layout);
                     if (!p.valid) continue;
-                    for (int64_t c = c_begin; c < c_end; ++c) {
-                      const A g =
-                          static_cast<A>(
-                              grads[args.pooled_layout.Offset(k, ph, pw, c)]) /
-                          count;
-                      A* base = image + first + c * cs;
-                      for (int j = 0; j < 4; ++j) {
-                        base[p.offset[j]] += g * p.weight[j];
-                      }
+                    for (int j = 0; j < 4; ++j) {
+                      Scatter(channels + p.offset[j], g.data(), p.weight[j], cs,
+                              block);
                     }
                   }
                 }
