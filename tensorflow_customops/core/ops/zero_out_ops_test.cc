@@ -32,7 +32,7 @@ void TestSpec() {
   CHECK(t != nullptr);
   // The tutorial op was int32-only; int32 stays the default.
   CHECK_EQ(t->default_value().type(), DT_INT32);
-  CHECK_EQ(t->allowed_values().list().type_size(), 6);
+  CHECK_EQ(t->allowed_values().list().type_size(), 8);
 }
 
 // Runs the shape function on one input shape and returns the output shape.

@@ -14,7 +14,8 @@ def zero_out(to_zero, name=None):
 
     Args:
       to_zero: A `Tensor` (or anything convertible to one) of type `int32`,
-        `int64`, `float16`, `bfloat16`, `float32` or `float64`, of any shape.
+        `int64`, `int8`, `uint8`, `float16`, `bfloat16`, `float32` or
+        `float64`, of any shape.
       name: A name for the operation (optional).
 
     Returns:
