@@ -46,6 +46,25 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(y.shape, x.shape)
         self.assertAllEqual(y, _reference(x.numpy()))
 
+    @parameterized.parameters(0, 1, 2, 5, 6, 100)
+    def test_keep(self, keep):
+        x = _random((2, 3), tf.float32)
+        expected = x.numpy().ravel()
+        expected[keep:] = 0
+        self.assertAllEqual(tfco.zero_out(x, keep=keep), expected.reshape(2, 3))
+
+    def test_keep_large_input_uses_every_shard(self):
+        n = 3_000_017
+        y = tfco.zero_out(tf.ones([n], dtype=tf.int32), keep=n - 5)
+        self.assertEqual(int(tf.math.count_nonzero(y)), n - 5)
+        self.assertAllEqual(y[-6:], [1, 0, 0, 0, 0, 0])
+
+    def test_negative_keep(self):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, "keep must be >= 0, got -1"
+        ):
+            self.evaluate(tfco.zero_out([1, 2], keep=-1))
+
     def test_default_dtype_from_python_list(self):
         y = tfco.zero_out([[1, 2], [3, 4]])
         self.assertEqual(y.dtype, tf.int32)
