@@ -175,8 +175,8 @@ std::vector<std::string> PendingUpdates(const OpList& current,
     const int count = versions.op_size();
     if (!OpDefEqual(versions.op(count - 1), StripDocs(op))) {
       pending.push_back(
-          absl::StrCat(op.name(), ": spec differs from its latest ",
-                       Describe(op.name(), count, count), "; run ",
+          absl::StrCat(Describe(op.name(), count, count),
+                       " is the latest, but the spec differs from it; run ",
                        kUpdateCommand, " to record version ", count + 1));
     }
   }

@@ -154,8 +154,9 @@ void TestCompatibleEvolutionAndUpdate() {
   pending = PendingUpdates(v2, history, v2);
   CHECK_EQ(pending.size(), 1);
   CHECK(absl::StrContains(pending[0],
-                          "CustomOps>Synthetic: spec differs from its latest "
-                          "CustomOps>Synthetic: history version 1 of 1"))
+                          "CustomOps>Synthetic: history version 1 of 1 "
+                          "(CustomOps_Synthetic.pbtxt) is the latest, but the "
+                          "spec differs from it"))
       << pending[0];
   CHECK(absl::StrContains(pending[0], "to record version 2")) << pending[0];
   CHECK_EQ(UpdateHistory(v2, &history)[0], "CustomOps>Synthetic version 2");
