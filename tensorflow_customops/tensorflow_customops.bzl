@@ -3,6 +3,7 @@
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
   tfco_custom_op_library the shared library Python loads
   tfco_cc_test           a C++ test of specs, shape functions and gradients
+  tfco_cc_binary         a C++ tool linked against TensorFlow's framework library
   tfco_py_test           a Python test that uses the ops
   tfco_build_info        the module recording how the library was built
 
@@ -105,7 +106,7 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
     return objects
 
 def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwargs):
-    """Op specs, gradients or kernels, always linked into the op library.
+    """Op specs, gradients or kernels (or code shared by C++ tools).
 
     Args:
       name: target name.
@@ -171,23 +172,10 @@ def tfco_custom_op_library(name, deps, **kwargs):
         **kwargs
     )
 
-def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
-    """A C++ test linked against TensorFlow's framework library.
-
-    The framework library is found through an rpath to the installed
-    TensorFlow: acceptable for a test binary, never used for the op library.
-
-    Args:
-      name: test name.
-      srcs: C++ sources with a main().
-      deps: tfco_cc_library targets under test.
-      size: Bazel test size.
-      **kwargs: passed to cc_test.
-    """
-    native.cc_test(
-        name = name,
-        srcs = srcs,
-        size = size,
+# Tests and tools find the framework library through an rpath to the
+# installed TensorFlow: acceptable for them, never used for the op library.
+def _framework_linked(rule, deps, **kwargs):
+    rule(
         copts = _COPTS,
         deps = deps + [_TF_HEADERS],
         additional_linker_inputs = [_TF_FRAMEWORK],
@@ -197,6 +185,29 @@ def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
         ] + _ASAN_LINKOPTS,
         **kwargs
     )
+
+def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
+    """A C++ test linked against TensorFlow's framework library.
+
+    Args:
+      name: test name.
+      srcs: C++ sources with a main().
+      deps: tfco_cc_library targets under test.
+      size: Bazel test size.
+      **kwargs: passed to cc_test (args, data, ...).
+    """
+    _framework_linked(native.cc_test, deps, name = name, srcs = srcs, size = size, **kwargs)
+
+def tfco_cc_binary(name, srcs, deps = [], **kwargs):
+    """A C++ tool linked against TensorFlow's framework library.
+
+    Args:
+      name: binary name.
+      srcs: C++ sources with a main().
+      deps: tfco_cc_library targets.
+      **kwargs: passed to cc_binary (args, data, ...).
+    """
+    _framework_linked(native.cc_binary, deps, name = name, srcs = srcs, **kwargs)
 
 def tfco_py_test(name, srcs, deps = [], size = "small", **kwargs):
     """A Python test of the ops, run with the interpreter that has TensorFlow.

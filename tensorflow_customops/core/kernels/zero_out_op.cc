@@ -21,20 +21,21 @@ namespace functor {
 template <typename T>
 struct ZeroOut<CPUDevice, T> {
   void operator()(const CPUDevice& d, typename TTypes<T>::ConstFlat input,
-                  typename TTypes<T>::Flat output) {
-    // Read before zeroing: the output may share the input's buffer.
-    const T first = input(0);
-    // Each element is written by exactly one shard, so the result does not
-    // depend on the thread count.
+                  typename TTypes<T>::Flat output, int64_t keep) {
+    // Each element is read and written by exactly one shard, so the output
+    // may share the input's buffer and the result does not depend on the
+    // thread count.
     const int64_t size = output.size();
-    d.parallelFor(size,
-                  Eigen::TensorOpCost(/*bytes_loaded=*/0,
-                                      /*bytes_stored=*/sizeof(T),
-                                      /*compute_cycles=*/1),
-                  [&output](Eigen::Index begin, Eigen::Index end) {
-                    std::fill(output.data() + begin, output.data() + end, T(0));
-                  });
-    output(0) = first;
+    d.parallelFor(
+        size,
+        Eigen::TensorOpCost(/*bytes_loaded=*/sizeof(T),
+                            /*bytes_stored=*/sizeof(T),
+                            /*compute_cycles=*/1),
+        [&input, &output, keep](Eigen::Index begin, Eigen::Index end) {
+          for (Eigen::Index i = begin; i < end; ++i) {
+            output(i) = i < keep ? input(i) : T(0);
+          }
+        });
   }
 };
 
@@ -43,7 +44,11 @@ struct ZeroOut<CPUDevice, T> {
 template <typename Device, typename T>
 class ZeroOutOp : public OpKernel {
  public:
-  explicit ZeroOutOp(OpKernelConstruction* context) : OpKernel(context) {}
+  explicit ZeroOutOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("keep", &keep_));
+    OP_REQUIRES(context, keep_ >= 0,
+                errors::InvalidArgument("keep must be >= 0, got ", keep_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& input = context->input(0);
@@ -52,8 +57,11 @@ class ZeroOutOp : public OpKernel {
                                 {0}, 0, input.shape(), &output));
     if (input.NumElements() == 0) return;
     functor::ZeroOut<Device, T>()(context->eigen_device<Device>(),
-                                  input.flat<T>(), output->flat<T>());
+                                  input.flat<T>(), output->flat<T>(), keep_);
   }
+
+ private:
+  int64_t keep_;
 };
 
 #define REGISTER_CPU(T)                                                    \
@@ -66,6 +74,8 @@ TF_CALL_float(REGISTER_CPU);
 TF_CALL_double(REGISTER_CPU);
 TF_CALL_half(REGISTER_CPU);
 TF_CALL_bfloat16(REGISTER_CPU);
+TF_CALL_int8(REGISTER_CPU);
+TF_CALL_uint8(REGISTER_CPU);
 #undef REGISTER_CPU
 
 #if GOOGLE_CUDA
@@ -77,6 +87,8 @@ TF_CALL_float(DECLARE_GPU_SPEC);
 TF_CALL_double(DECLARE_GPU_SPEC);
 TF_CALL_half(DECLARE_GPU_SPEC);
 TF_CALL_bfloat16(DECLARE_GPU_SPEC);
+TF_CALL_int8(DECLARE_GPU_SPEC);
+TF_CALL_uint8(DECLARE_GPU_SPEC);
 #undef DECLARE_GPU_SPEC
 }  // namespace functor
 
@@ -98,6 +110,8 @@ TF_CALL_float(REGISTER_GPU);
 TF_CALL_double(REGISTER_GPU);
 TF_CALL_half(REGISTER_GPU);
 TF_CALL_bfloat16(REGISTER_GPU);
+TF_CALL_int8(REGISTER_GPU);
+TF_CALL_uint8(REGISTER_GPU);
 #undef REGISTER_GPU
 
 #endif  // GOOGLE_CUDA

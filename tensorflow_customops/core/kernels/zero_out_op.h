@@ -6,13 +6,14 @@
 namespace tensorflow {
 namespace functor {
 
-// Writes input(0) to output(0) and zero to every other element. Shared by the
-// CPU kernel (zero_out_op.cc) and the GPU kernel (zero_out_op_gpu.cu.cc).
-// The caller guarantees input.size() == output.size() > 0.
+// Writes input(i) to output(i) for i < keep and zero to every other element.
+// Shared by the CPU kernel (zero_out_op.cc) and the GPU kernel
+// (zero_out_op_gpu.cu.cc). The caller guarantees
+// input.size() == output.size() > 0 and keep >= 0.
 template <typename Device, typename T>
 struct ZeroOut {
   void operator()(const Device& d, typename TTypes<T>::ConstFlat input,
-                  typename TTypes<T>::Flat output);
+                  typename TTypes<T>::Flat output, int64_t keep);
 };
 
 }  // namespace functor

@@ -15,9 +15,10 @@ typedef Eigen::GpuDevice GPUDevice;
 namespace {
 
 template <typename T>
-__global__ void ZeroOutKernel(const int64_t size, const T* __restrict__ input,
+__global__ void ZeroOutKernel(const int64_t size, const int64_t keep,
+                              const T* __restrict__ input,
                               T* __restrict__ output) {
-  GPU_1D_KERNEL_LOOP(i, size) { output[i] = i == 0 ? input[0] : T(0); }
+  GPU_1D_KERNEL_LOOP(i, size) { output[i] = i < keep ? input[i] : T(0); }
 }
 
 }  // namespace
@@ -27,12 +28,12 @@ namespace functor {
 template <typename T>
 struct ZeroOut<GPUDevice, T> {
   void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat input,
-                  typename TTypes<T>::Flat output) {
+                  typename TTypes<T>::Flat output, int64_t keep) {
     const int64_t size = output.size();
     GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
     TF_CHECK_OK(GpuLaunchKernel(ZeroOutKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
-                                input.data(), output.data()));
+                                keep, input.data(), output.data()));
   }
 };
 
@@ -42,6 +43,8 @@ TF_CALL_float(DEFINE_GPU_SPEC);
 TF_CALL_double(DEFINE_GPU_SPEC);
 TF_CALL_half(DEFINE_GPU_SPEC);
 TF_CALL_bfloat16(DEFINE_GPU_SPEC);
+TF_CALL_int8(DEFINE_GPU_SPEC);
+TF_CALL_uint8(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor

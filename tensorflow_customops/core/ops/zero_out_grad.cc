@@ -2,15 +2,22 @@
 // autodiff uses the gradient registered in python/ops/zero_out_ops.py.
 
 #include "tensorflow/core/framework/function.h"
+#include "tensorflow/core/framework/node_def_util.h"
 #include "tensorflow/core/lib/core/errors.h"
 
 namespace tensorflow {
 
 typedef FunctionDefHelper FDH;
 
-// zeroed = x[0] at index 0 and 0 elsewhere, so d(loss)/dx is dy at index 0
-// and 0 elsewhere: ZeroOut applied to dy.
+// zeroed = x[i] for i < keep and 0 elsewhere, so d(loss)/dx is dy for
+// i < keep and 0 elsewhere: ZeroOut applied to dy with the same keep.
 absl::Status ZeroOutGrad(const AttrSlice& attrs, FunctionDef* g) {
+  // SymbolicGradient nodes written before keep existed name no keep attr;
+  // they mean the default.
+  int64_t keep = 1;
+  if (attrs.Find("keep") != nullptr) {
+    TF_RETURN_IF_ERROR(GetNodeAttr(attrs, "keep", &keep));
+  }
   // clang-format off
   *g = FDH::Define(
       // Arg defs
@@ -21,7 +28,7 @@ absl::Status ZeroOutGrad(const AttrSlice& attrs, FunctionDef* g) {
       {"T: {float, double, half, bfloat16}"},
       // Nodes
       {
-          {{"dx"}, "CustomOps>ZeroOut", {"dy"}, {{"T", "$T"}}},
+          {{"dx"}, "CustomOps>ZeroOut", {"dy"}, {{"T", "$T"}, {"keep", keep}}},
       });
   // clang-format on
   return absl::OkStatus();

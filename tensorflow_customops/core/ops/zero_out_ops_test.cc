@@ -32,7 +32,11 @@ void TestSpec() {
   CHECK(t != nullptr);
   // The tutorial op was int32-only; int32 stays the default.
   CHECK_EQ(t->default_value().type(), DT_INT32);
-  CHECK_EQ(t->allowed_values().list().type_size(), 6);
+  CHECK_EQ(t->allowed_values().list().type_size(), 8);
+  // Added in spec version 3; the default keeps the original behaviour.
+  const OpDef::AttrDef* keep = FindAttr("keep", op_def);
+  CHECK(keep != nullptr);
+  CHECK_EQ(keep->default_value().i(), 1);
 }
 
 // Runs the shape function on one input shape and returns the output shape.
@@ -57,13 +61,16 @@ void TestShapeFunction() {
   CHECK_EQ(InferOutputShape(PartialTensorShape()), "?");
 }
 
-void TestGradientFunction(DataType dtype) {
+// `keep` < 0: the attrs name no keep, as SymbolicGradient nodes written
+// before it existed; the gradient must then use the default, 1.
+void TestGradientFunction(DataType dtype, int64_t keep) {
   gradient::Creator creator = nullptr;
   TF_CHECK_OK(gradient::GetOpGradientCreator(kOp, &creator));
   CHECK(creator != nullptr) << "no REGISTER_OP_GRADIENT for " << kOp;
 
   AttrValueMap attrs;
   attrs["T"].set_type(dtype);
+  if (keep >= 0) attrs["keep"].set_i(keep);
   FunctionDef fdef;
   TF_CHECK_OK(creator(AttrSlice(&attrs), &fdef));
 
@@ -87,6 +94,7 @@ void TestGradientFunction(DataType dtype) {
       ++zero_out_nodes;
       CHECK_EQ(node.input_size(), 1);
       CHECK_EQ(node.input(0), "dy");
+      CHECK_EQ(node.attr().at("keep").i(), keep >= 0 ? keep : 1);
     }
   }
   CHECK_EQ(zero_out_nodes, 1);
@@ -101,7 +109,8 @@ int main() {
   for (tensorflow::DataType dtype :
        {tensorflow::DT_HALF, tensorflow::DT_BFLOAT16, tensorflow::DT_FLOAT,
         tensorflow::DT_DOUBLE}) {
-    tensorflow::TestGradientFunction(dtype);
+    tensorflow::TestGradientFunction(dtype, /*keep=*/-1);
+    tensorflow::TestGradientFunction(dtype, /*keep=*/3);
   }
   std::printf("zero_out_ops_test: all checks passed\n");
   return 0;

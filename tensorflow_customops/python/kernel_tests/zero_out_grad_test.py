@@ -32,6 +32,15 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(grad.dtype, dtype)
         self.assertAllEqual(grad, [[5.0, 0.0], [0.0, 0.0]])
 
+    @parameterized.parameters(0, 2, 6)
+    def test_python_gradient_with_keep_matches_numeric_jacobian(self, keep):
+        x = tf.constant(np.random.default_rng(4).normal(size=(2, 3)))
+        theoretical, numerical = tf.test.compute_gradient(
+            lambda x: tfco.zero_out(x, keep=keep), [x]
+        )
+        self.assertAllClose(theoretical, numerical, rtol=1e-7, atol=1e-7)
+        self.assertEqual(np.count_nonzero(theoretical[0]), keep)
+
     def test_second_order_gradient(self):
         x = tf.constant([2.0, 3.0], dtype=tf.float64)
         with tf.GradientTape() as outer:
@@ -79,6 +88,31 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         expected = np.zeros_like(dy_value)
         expected[0, 0] = dy_value[0, 0]
         self.assertAllClose(cpp_value, expected, rtol=1e-2)
+
+    @parameterized.parameters(0, 3, 20)
+    def test_cpp_gradient_with_keep_equals_python_gradient(self, keep):
+        rng = np.random.default_rng(5)
+        x_value = rng.normal(size=(3, 4))
+        dy_value = rng.normal(size=(3, 4))
+        with tf.Graph().as_default():
+            x = tf.constant(x_value)
+            dy = tf.constant(dy_value)
+            (python_dx,) = tf.gradients(tfco.zero_out(x, keep=keep), x, grad_ys=dy)
+            (cpp_dx,) = symbolic_gradient(
+                "CustomOps>ZeroOut",
+                [x],
+                [dy],
+                {
+                    "T": attr_value_pb2.AttrValue(type=tf.float64.as_datatype_enum),
+                    "keep": attr_value_pb2.AttrValue(i=keep),
+                },
+            )
+            with tf.compat.v1.Session() as sess:
+                python_value, cpp_value = sess.run([python_dx, cpp_dx])
+        expected = dy_value.ravel().copy()
+        expected[keep:] = 0
+        self.assertAllEqual(cpp_value, python_value)
+        self.assertAllEqual(cpp_value, expected.reshape(3, 4))
 
     def test_cpp_gradient_matches_numeric_jacobian(self):
         # Builds the full Jacobian row by row from the C++ gradient (dy = e_i).

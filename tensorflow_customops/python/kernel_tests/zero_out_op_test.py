@@ -7,7 +7,16 @@ from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
 
-_DTYPES = [tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+_DTYPES = [
+    tf.int32,
+    tf.int64,
+    tf.float16,
+    tf.bfloat16,
+    tf.float32,
+    tf.float64,
+    tf.int8,
+    tf.uint8,
+]
 _SHAPES = [(), (1,), (7,), (2, 3), (3, 1, 4), (2, 0, 3), (0,)]
 
 
@@ -22,7 +31,7 @@ def _reference(x):
 
 def _random(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
-    values = rng.integers(-100, 100, size=shape)
+    values = rng.integers(0 if dtype.is_unsigned else -100, 100, size=shape)
     # Avoid zeros so that a kernel that zeroes everything cannot pass.
     values[values == 0] = 1
     return tf.constant(values, dtype=dtype)
@@ -36,6 +45,25 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(y.dtype, dtype)
         self.assertEqual(y.shape, x.shape)
         self.assertAllEqual(y, _reference(x.numpy()))
+
+    @parameterized.parameters(0, 1, 2, 5, 6, 100)
+    def test_keep(self, keep):
+        x = _random((2, 3), tf.float32)
+        expected = x.numpy().ravel()
+        expected[keep:] = 0
+        self.assertAllEqual(tfco.zero_out(x, keep=keep), expected.reshape(2, 3))
+
+    def test_keep_large_input_uses_every_shard(self):
+        n = 3_000_017
+        y = tfco.zero_out(tf.ones([n], dtype=tf.int32), keep=n - 5)
+        self.assertEqual(int(tf.math.count_nonzero(y)), n - 5)
+        self.assertAllEqual(y[-6:], [1, 0, 0, 0, 0, 0])
+
+    def test_negative_keep(self):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, "keep must be >= 0, got -1"
+        ):
+            self.evaluate(tfco.zero_out([1, 2], keep=-1))
 
     def test_default_dtype_from_python_list(self):
         y = tfco.zero_out([[1, 2], [3, 4]])
@@ -118,7 +146,7 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
         op = graph.get_operation_by_name("my_zero_out")
         self.assertEqual(op.type, "CustomOps>ZeroOut")
 
-    @parameterized.parameters(tf.bool, tf.string, tf.uint8, tf.complex64, tf.int16)
+    @parameterized.parameters(tf.bool, tf.string, tf.uint16, tf.complex64, tf.int16)
     def test_bad_dtype(self, dtype):
         x = tf.zeros([2], dtype=dtype)
         with self.assertRaisesRegex(

@@ -7,14 +7,18 @@ from tensorflow_customops.python.ops import load_library
 _ops = load_library.load_op_library()
 
 
-def zero_out(to_zero, name=None):
-    """Keeps the first element of a tensor and zeroes the rest.
+def zero_out(to_zero, keep=1, name=None):
+    """Keeps the first `keep` elements of a tensor and zeroes the rest.
 
-    The first element is the one at index `[0, 0, ..., 0]` (row-major order).
+    Elements are counted in row-major order: the first is the one at index
+    `[0, 0, ..., 0]`.
 
     Args:
       to_zero: A `Tensor` (or anything convertible to one) of type `int32`,
-        `int64`, `float16`, `bfloat16`, `float32` or `float64`, of any shape.
+        `int64`, `int8`, `uint8`, `float16`, `bfloat16`, `float32` or
+        `float64`, of any shape.
+      keep: How many leading elements to keep, at least 0 (default 1). More
+        than the size of `to_zero` keeps every element.
       name: A name for the operation (optional).
 
     Returns:
@@ -27,11 +31,11 @@ def zero_out(to_zero, name=None):
     array([[1, 0],
            [0, 0]], dtype=int32)>
     """
-    return _ops.custom_ops_zero_out(to_zero=to_zero, name=name)
+    return _ops.custom_ops_zero_out(to_zero=to_zero, keep=keep, name=name)
 
 
 @tf.RegisterGradient("CustomOps>ZeroOut")
 def _zero_out_grad(op, grad):
-    """Only the first element passes its gradient through: ZeroOut(grad)."""
-    del op  # The gradient does not depend on the input values.
-    return [_ops.custom_ops_zero_out(grad)]
+    """Only the kept elements pass their gradient through: ZeroOut(grad)."""
+    # The gradient depends on keep, not on the input values.
+    return [_ops.custom_ops_zero_out(grad, keep=op.get_attr("keep"))]
