@@ -43,16 +43,86 @@ class Override:
       numpy Generator; returns one numpy array per input.
     attrs: AttrValues for attrs without a usable default, e.g.
       {"pooled_height": attr_value_pb2.AttrValue(i=2)}.
+    output_grads: like `inputs`, for the upstream gradients fed to the
+      gradient graph, one per output (when outputs are not [2, 3]).
     """
 
     inputs: Optional[Callable] = None
     attrs: dict = dataclasses.field(default_factory=dict)
+    output_grads: Optional[Callable] = None
 
 
-# Op name -> Override. A new op whose inputs must have structure (RoI boxes in
-# [y1, x1, y2, x2] order, valid indices) or whose attrs lack defaults adds
-# its entry here; everything else is derived from its OpDef.
-OVERRIDES = {}
+# The RoI ops: a [2, 4, 5, 8] NHWC map (8 channels divide into 2 x 2 PS bins),
+# three boxes (batch_index, x1, y1, x2, y2), partly outside the map among them,
+# and 2 x 2 output bins.
+_ROI_FEATURES_SHAPE = (2, 4, 5, 8)
+_ROI_BOXES = np.array(
+    [[0, 0.5, 0.5, 3.5, 2.5], [1, 1.0, 0.0, 4.0, 4.0], [0, -1.0, 1.5, 2.0, 5.0]],
+    np.float32,
+)
+_ROI_ATTRS = {
+    "pooled_height": attr_value_pb2.AttrValue(i=2),
+    "pooled_width": attr_value_pb2.AttrValue(i=2),
+}
+
+
+def _roi_values(shape, dtype, rng):
+    # Two decimals: exact enough in half and bfloat16 to be recorded stably.
+    values = np.round(rng.uniform(-2.0, 2.0, size=shape), 2)
+    return values.astype(dtype.as_numpy_dtype)
+
+
+def _roi_forward_inputs(dtypes, rng):
+    return [_roi_values(_ROI_FEATURES_SHAPE, dtypes[0], rng), _ROI_BOXES]
+
+
+def _roi_pooled_grads(out_channels):
+    def build(dtypes, rng):
+        shape = (len(_ROI_BOXES), 2, 2, out_channels)
+        # RoiPool's argmax output (int32) gets a zero upstream gradient.
+        return [
+            _roi_values(shape, d, rng) if d.is_floating else np.zeros(shape, np.int32)
+            for d in dtypes
+        ]
+
+    return build
+
+
+def _roi_gradient_op_inputs(out_channels, with_argmax):
+    def build(dtypes, rng):
+        grads = _roi_pooled_grads(out_channels)(dtypes[:1], rng)[0]
+        arrays = [grads, _ROI_BOXES]
+        if with_argmax:  # -1 (empty bin) or a pixel of the 4 x 5 map
+            arrays.append(rng.integers(-1, 20, size=grads.shape).astype(np.int32))
+        return arrays + [np.array(_ROI_FEATURES_SHAPE, np.int32)]
+
+    return build
+
+
+def _roi_overrides():
+    overrides = {}
+    for op, out_channels in [
+        ("RoiPool", 8),
+        ("RoiAlign", 8),
+        ("PsRoiPool", 2),
+        ("PsRoiAlign", 2),
+    ]:
+        overrides[PREFIX + op] = Override(
+            inputs=_roi_forward_inputs,
+            attrs=_ROI_ATTRS,
+            output_grads=_roi_pooled_grads(out_channels),
+        )
+        overrides[PREFIX + op + "Grad"] = Override(
+            inputs=_roi_gradient_op_inputs(out_channels, op == "RoiPool"),
+            attrs=_ROI_ATTRS,
+        )
+    return overrides
+
+
+# Op name -> Override. A new op whose inputs must have structure (boxes, valid
+# indices) or whose attrs lack defaults adds its entry here; everything else
+# is derived from its OpDef.
+OVERRIDES = {**_roi_overrides()}
 
 
 def file_stem(op_name):
@@ -203,8 +273,11 @@ def build(op_def, op_cases):
         if not _differentiable(op_def.name, in_dtypes, out_dtypes):
             continue
         dys = []
+        grads_builder = (
+            OVERRIDES.get(op_def.name, Override()).output_grads or _generic_inputs
+        )
         for i, (dtype, value) in enumerate(
-            zip(out_dtypes, _generic_inputs(out_dtypes, rng))
+            zip(out_dtypes, grads_builder(out_dtypes, rng))
         ):
             dys.append(_placeholder(golden.graph_def, f"{case}/dy{i}", dtype))
             golden.feeds[dys[-1]] = value
