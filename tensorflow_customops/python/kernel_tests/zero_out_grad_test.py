@@ -97,16 +97,9 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         with tf.Graph().as_default():
             x = tf.constant(x_value)
             dy = tf.constant(dy_value)
-            (python_dx,) = tf.gradients(tfco.zero_out(x, keep=keep), x, grad_ys=dy)
-            (cpp_dx,) = symbolic_gradient(
-                "CustomOps>ZeroOut",
-                [x],
-                [dy],
-                {
-                    "T": attr_value_pb2.AttrValue(type=tf.float64.as_datatype_enum),
-                    "keep": attr_value_pb2.AttrValue(i=keep),
-                },
-            )
+            y = tfco.zero_out(x, keep=keep)
+            (python_dx,) = tf.gradients(y, x, grad_ys=dy)
+            (cpp_dx,) = symbolic_gradient(y.op, [dy])
             with tf.compat.v1.Session() as sess:
                 python_value, cpp_value = sess.run([python_dx, cpp_dx])
         expected = dy_value.ravel().copy()
