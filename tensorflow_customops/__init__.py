@@ -6,6 +6,12 @@ project for writing custom ops.
 """
 
 from tensorflow_customops import _build_info
+from tensorflow_customops.python.ops import gradients
+from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
+from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
+    clip_by_global_norm,
+)
+from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.zero_out_ops import zero_out
 from tensorflow_customops.version import __version__
 
@@ -28,4 +34,12 @@ def build_info():
     }
 
 
-__all__ = ["build_info", "zero_out", "__version__"]
+__all__ = [
+    "build_info",
+    "check_numerics_n",
+    "clip_by_global_norm",
+    "gradients",
+    "matrix_mul",
+    "zero_out",
+    "__version__",
+]

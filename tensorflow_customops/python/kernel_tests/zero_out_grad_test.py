@@ -4,25 +4,9 @@ Jacobian, and the C++ (FunctionDefHelper) gradient against the Python one."""
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
-from tensorflow.core.framework import attr_value_pb2
 
 import tensorflow_customops as tfco
-
-
-def symbolic_gradient(op_type, inputs, grad_ys, attrs):
-    """Runs the C++ gradient registered for `op_type` via SymbolicGradient.
-
-    Only works while building a graph (tf.compat.v1): in TF2 eager mode and
-    inside tf.function, SymbolicGradient cannot see the forward op's attrs.
-    """
-    f = attr_value_pb2.NameAttrList(name=op_type)
-    for key, value in attrs.items():
-        f.attr[key].CopyFrom(value)
-    return tf.raw_ops.SymbolicGradient(
-        input=list(inputs) + list(grad_ys),
-        Tout=[t.dtype for t in inputs],
-        f=f,
-    )
+from tensorflow_customops.python.kernel_tests import gradient_test_util
 
 
 class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
@@ -80,47 +64,27 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         rng = np.random.default_rng(2)
         x_value = rng.normal(size=(3, 4))
         dy_value = rng.normal(size=(3, 4))
-        with tf.Graph().as_default():
-            x = tf.constant(x_value, dtype=dtype)
-            dy = tf.constant(dy_value, dtype=dtype)
-            y = tfco.zero_out(x)
-            (python_dx,) = tf.gradients(y, x, grad_ys=dy)
-            (cpp_dx,) = symbolic_gradient(
-                "CustomOps>ZeroOut",
-                [x],
-                [dy],
-                {"T": attr_value_pb2.AttrValue(type=dtype.as_datatype_enum)},
-            )
-            with tf.compat.v1.Session() as sess:
-                python_value, cpp_value = sess.run([python_dx, cpp_dx])
-        self.assertEqual(cpp_value.dtype, python_value.dtype)
-        self.assertAllEqual(cpp_value, python_value)
+        (python_dx,), (cpp_dx,) = gradient_test_util.cpp_and_python_gradients(
+            tfco.zero_out,
+            "CustomOps>ZeroOut",
+            [x_value],
+            [dy_value],
+            {"T": dtype},
+            dtype,
+        )
+        self.assertEqual(cpp_dx.dtype, python_dx.dtype)
+        self.assertAllEqual(cpp_dx, python_dx)
         expected = np.zeros_like(dy_value)
         expected[0, 0] = dy_value[0, 0]
-        self.assertAllClose(cpp_value, expected, rtol=1e-2)
+        self.assertAllClose(cpp_dx, expected, rtol=1e-2)
 
     def test_cpp_gradient_matches_numeric_jacobian(self):
-        # Builds the full Jacobian row by row from the C++ gradient (dy = e_i).
         x_value = np.random.default_rng(3).normal(size=(2, 3))
-        n = x_value.size
-        with tf.Graph().as_default():
-            x = tf.constant(x_value)
-            dy = tf.compat.v1.placeholder(tf.float64, x_value.shape)
-            (dx,) = symbolic_gradient(
-                "CustomOps>ZeroOut",
-                [x],
-                [dy],
-                {"T": attr_value_pb2.AttrValue(type=tf.float64.as_datatype_enum)},
-            )
-            with tf.compat.v1.Session() as sess:
-                rows = [
-                    sess.run(dx, {dy: np.eye(n)[i].reshape(x_value.shape)}).ravel()
-                    for i in range(n)
-                ]
-        # rows[i][j] = d y_i / d x_j; compute_gradient's Jacobian is indexed
-        # [x_j, y_i].
+        ((cpp,),) = gradient_test_util.cpp_jacobians(
+            "CustomOps>ZeroOut", [x_value], [x_value.shape], {"T": tf.float64}
+        )
         _, numerical = tf.test.compute_gradient(tfco.zero_out, [tf.constant(x_value)])
-        self.assertAllClose(np.array(rows).T, numerical[0], rtol=1e-7, atol=1e-7)
+        self.assertAllClose(cpp, numerical[0], rtol=1e-7, atol=1e-7)
 
 
 if __name__ == "__main__":
