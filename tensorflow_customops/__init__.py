@@ -8,6 +8,12 @@ project for writing custom ops.
 
 from tensorflow_customops import _build_info
 from tensorflow_customops.python.keras import layers
+from tensorflow_customops.python.ops import gradients
+from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
+from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
+    clip_by_global_norm,
+)
+from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.roi_ops import (
     ps_roi_align,
     ps_roi_pool,
@@ -43,6 +49,10 @@ __all__ = [
     "ps_roi_pool",
     "roi_align",
     "roi_pool",
+    "check_numerics_n",
+    "clip_by_global_norm",
+    "gradients",
+    "matrix_mul",
     "zero_out",
     "__version__",
 ]

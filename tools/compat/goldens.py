@@ -66,14 +66,15 @@ _ROI_ATTRS = {
 }
 
 
-def _roi_values(shape, dtype, rng):
-    # Two decimals: exact enough in half and bfloat16 to be recorded stably.
+def _small_values(shape, dtype, rng):
+    """Floats in [-2, 2] with two decimals: stable when recorded in half and
+    bfloat16."""
     values = np.round(rng.uniform(-2.0, 2.0, size=shape), 2)
     return values.astype(dtype.as_numpy_dtype)
 
 
 def _roi_forward_inputs(dtypes, rng):
-    return [_roi_values(_ROI_FEATURES_SHAPE, dtypes[0], rng), _ROI_BOXES]
+    return [_small_values(_ROI_FEATURES_SHAPE, dtypes[0], rng), _ROI_BOXES]
 
 
 def _roi_pooled_grads(out_channels):
@@ -81,7 +82,7 @@ def _roi_pooled_grads(out_channels):
         shape = (len(_ROI_BOXES), 2, 2, out_channels)
         # RoiPool's argmax output (int32) gets a zero upstream gradient.
         return [
-            _roi_values(shape, d, rng) if d.is_floating else np.zeros(shape, np.int32)
+            _small_values(shape, d, rng) if d.is_floating else np.zeros(shape, np.int32)
             for d in dtypes
         ]
 
@@ -119,10 +120,43 @@ def _roi_overrides():
     return overrides
 
 
+def _shaped_inputs(*shapes):
+    """Inputs of the given shapes, one per dtype, e.g. for MatrixMul's
+    compatible operands or ClipByGlobalNorm's scalar clip norm."""
+    return lambda dtypes, rng: [
+        _small_values(shape, dtype, rng) for shape, dtype in zip(shapes, dtypes)
+    ]
+
+
+_N2 = {"N": attr_value_pb2.AttrValue(i=2)}
+
 # Op name -> Override. A new op whose inputs must have structure (boxes, valid
-# indices) or whose attrs lack defaults adds its entry here; everything else
-# is derived from its OpDef.
-OVERRIDES = {**_roi_overrides()}
+# indices, compatible shapes) or whose attrs lack defaults adds its entry
+# here; everything else is derived from its OpDef.
+OVERRIDES = {
+    **_roi_overrides(),
+    PREFIX + "MatrixMul": Override(
+        inputs=_shaped_inputs((2, 3), (3, 2)), output_grads=_shaped_inputs((2, 2))
+    ),
+    PREFIX + "ClipByGlobalNorm": Override(
+        inputs=_shaped_inputs((2, 3), (3,), ()),
+        attrs=_N2,
+        output_grads=_shaped_inputs((2, 3), (3,), ()),
+    ),
+    PREFIX + "ClipByGlobalNormGrad": Override(
+        inputs=_shaped_inputs((2, 3), (3,), (), (2, 3), (3,), ()), attrs=_N2
+    ),
+    PREFIX + "CheckNumericsN": Override(
+        attrs={
+            "T": attr_value_pb2.AttrValue(
+                list=attr_value_pb2.AttrValue.ListValue(
+                    type=[tf.float32.as_datatype_enum, tf.float64.as_datatype_enum]
+                )
+            ),
+            "message": attr_value_pb2.AttrValue(s=b"golden"),
+        }
+    ),
+}
 
 
 def file_stem(op_name):

@@ -8,7 +8,14 @@ import numpy as np
 import tensorflow as tf
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.ops import roi_ops, zero_out_ops
+from tensorflow_customops.python.ops import (
+    check_numerics_n_ops,
+    clip_by_global_norm_ops,
+    gradients,
+    matrix_mul_ops,
+    roi_ops,
+    zero_out_ops,
+)
 
 
 class ApiTest(tf.test.TestCase):
@@ -24,7 +31,14 @@ class ApiTest(tf.test.TestCase):
 
     def test_docstring_examples(self):
         np.set_printoptions(legacy=False)
-        for module in [roi_ops, zero_out_ops]:
+        for module in [
+            check_numerics_n_ops,
+            clip_by_global_norm_ops,
+            gradients,
+            matrix_mul_ops,
+            roi_ops,
+            zero_out_ops,
+        ]:
             result = doctest.testmod(
                 module,
                 extraglobs={"tfco": tfco, "tf": tf},

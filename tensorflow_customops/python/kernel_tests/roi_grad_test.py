@@ -8,7 +8,7 @@ from absl.testing import parameterized
 
 from tensorflow_customops.python.kernel_tests import roi_test_util as util
 from tensorflow_customops.python.kernel_tests.gradient_test_util import (
-    symbolic_gradient,
+    symbolic_gradient_of,
 )
 
 
@@ -63,7 +63,7 @@ class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
             (python_grad,) = tf.gradients(out, features, grad_ys=upstream)
             # RoiPool's second output (argmax) gets a zero upstream gradient.
             grad_ys = [upstream] + [tf.zeros_like(t) for t in out.op.outputs[1:]]
-            cpp_grad, cpp_rois_grad = symbolic_gradient(out.op, grad_ys)
+            cpp_grad, cpp_rois_grad = symbolic_gradient_of(out.op, grad_ys)
             with tf.compat.v1.Session() as sess:
                 python_value, cpp_value, rois_value = sess.run(
                     [python_grad, cpp_grad, cpp_rois_grad]

@@ -6,9 +6,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests.gradient_test_util import (
-    symbolic_gradient,
-)
+from tensorflow_customops.python.kernel_tests import gradient_test_util
 
 
 class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
@@ -75,19 +73,19 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         rng = np.random.default_rng(2)
         x_value = rng.normal(size=(3, 4))
         dy_value = rng.normal(size=(3, 4))
-        with tf.Graph().as_default():
-            x = tf.constant(x_value, dtype=dtype)
-            dy = tf.constant(dy_value, dtype=dtype)
-            y = tfco.zero_out(x)
-            (python_dx,) = tf.gradients(y, x, grad_ys=dy)
-            (cpp_dx,) = symbolic_gradient(y.op, [dy])
-            with tf.compat.v1.Session() as sess:
-                python_value, cpp_value = sess.run([python_dx, cpp_dx])
-        self.assertEqual(cpp_value.dtype, python_value.dtype)
-        self.assertAllEqual(cpp_value, python_value)
+        (python_dx,), (cpp_dx,) = gradient_test_util.cpp_and_python_gradients(
+            tfco.zero_out,
+            "CustomOps>ZeroOut",
+            [x_value],
+            [dy_value],
+            {"T": dtype},
+            dtype,
+        )
+        self.assertEqual(cpp_dx.dtype, python_dx.dtype)
+        self.assertAllEqual(cpp_dx, python_dx)
         expected = np.zeros_like(dy_value)
         expected[0, 0] = dy_value[0, 0]
-        self.assertAllClose(cpp_value, expected, rtol=1e-2)
+        self.assertAllClose(cpp_dx, expected, rtol=1e-2)
 
     @parameterized.parameters(0, 3, 20)
     def test_cpp_gradient_with_keep_equals_python_gradient(self, keep):
@@ -99,7 +97,7 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
             dy = tf.constant(dy_value)
             y = tfco.zero_out(x, keep=keep)
             (python_dx,) = tf.gradients(y, x, grad_ys=dy)
-            (cpp_dx,) = symbolic_gradient(y.op, [dy])
+            (cpp_dx,) = gradient_test_util.symbolic_gradient_of(y.op, [dy])
             with tf.compat.v1.Session() as sess:
                 python_value, cpp_value = sess.run([python_dx, cpp_dx])
         expected = dy_value.ravel().copy()
@@ -108,22 +106,12 @@ class ZeroOutGradTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(cpp_value, expected.reshape(3, 4))
 
     def test_cpp_gradient_matches_numeric_jacobian(self):
-        # Builds the full Jacobian row by row from the C++ gradient (dy = e_i).
         x_value = np.random.default_rng(3).normal(size=(2, 3))
-        n = x_value.size
-        with tf.Graph().as_default():
-            x = tf.constant(x_value)
-            dy = tf.compat.v1.placeholder(tf.float64, x_value.shape)
-            (dx,) = symbolic_gradient(tfco.zero_out(x).op, [dy])
-            with tf.compat.v1.Session() as sess:
-                rows = [
-                    sess.run(dx, {dy: np.eye(n)[i].reshape(x_value.shape)}).ravel()
-                    for i in range(n)
-                ]
-        # rows[i][j] = d y_i / d x_j; compute_gradient's Jacobian is indexed
-        # [x_j, y_i].
+        ((cpp,),) = gradient_test_util.cpp_jacobians(
+            "CustomOps>ZeroOut", [x_value], [x_value.shape], {"T": tf.float64}
+        )
         _, numerical = tf.test.compute_gradient(tfco.zero_out, [tf.constant(x_value)])
-        self.assertAllClose(np.array(rows).T, numerical[0], rtol=1e-7, atol=1e-7)
+        self.assertAllClose(cpp, numerical[0], rtol=1e-7, atol=1e-7)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,297 @@
+// CPU kernels of CustomOps>ClipByGlobalNorm and CustomOps>ClipByGlobalNormGrad,
+// and GPU kernel registrations.
+
+#define EIGEN_USE_THREADS
+#if GOOGLE_CUDA
+#define EIGEN_USE_GPU
+#endif
+
+#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+
+namespace tensorflow {
+
+typedef Eigen::ThreadPoolDevice CPUDevice;
+typedef Eigen::GpuDevice GPUDevice;
+
+namespace functor {
+namespace {
+
+// The unit of parallel work and of summation order. A fixed size, so that the
+// partial sums, and the order they are added in, never depend on how many
+// threads the pool has.
+constexpr int64_t kBlockSize = 1 << 14;
+
+struct Block {
+  int tensor;
+  int64_t begin;
+  int64_t end;
+};
+
+template <typename T>
+std::vector<Block> MakeBlocks(const ConstFlatList<T>& t) {
+  std::vector<Block> blocks;
+  for (int i = 0; i < static_cast<int>(t.size()); ++i) {
+    for (int64_t begin = 0; begin < t[i].size(); begin += kBlockSize) {
+      blocks.push_back({i, begin, std::min(begin + kBlockSize, t[i].size())});
+    }
+  }
+  return blocks;
+}
+
+// Sum of term(j) over [begin, end) in a fixed order, with four accumulators so
+// consecutive additions do not wait on each other.
+template <typename Term>
+double BlockSum(int64_t begin, int64_t end, Term term) {
+  double acc[4] = {0, 0, 0, 0};
+  int64_t j = begin;
+  for (; j + 4 <= end; j += 4) {
+    for (int lane = 0; lane < 4; ++lane) acc[lane] += term(j + lane);
+  }
+  for (; j < end; ++j) acc[0] += term(j);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// Runs fn(block, index) for every block on the thread pool.
+template <typename T, typename Fn>
+void ForEachBlock(const CPUDevice& d, const std::vector<Block>& blocks,
+                  double cycles_per_element, Fn fn) {
+  d.parallelFor(
+      static_cast<Eigen::Index>(blocks.size()),
+      Eigen::TensorOpCost(kBlockSize * sizeof(T), kBlockSize * sizeof(T),
+                          kBlockSize * cycles_per_element),
+      [&](Eigen::Index first, Eigen::Index last) {
+        for (Eigen::Index b = first; b < last; ++b) fn(blocks[b], b);
+      });
+}
+
+// Adds the per-block partial sums in block order.
+double OrderedSum(const std::vector<double>& partials) {
+  double sum = 0;
+  for (double p : partials) sum += p;
+  return sum;
+}
+
+}  // namespace
+
+template <typename T>
+struct ClipByGlobalNorm<CPUDevice, T> {
+  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
+                  T clip_norm, const FlatList<T>& clipped,
+                  typename TTypes<T>::Scalar global_norm) {
+    const CPUDevice& d = context->eigen_device<CPUDevice>();
+    const std::vector<Block> blocks = MakeBlocks<T>(t);
+    std::vector<double> partials(blocks.size());
+    ForEachBlock<T>(d, blocks, 2, [&](const Block& block, Eigen::Index b) {
+      const T* x = t[block.tensor].data();
+      partials[b] = BlockSum(block.begin, block.end, [x](int64_t j) {
+        const double v = static_cast<double>(x[j]);
+        return v * v;
+      });
+    });
+    const T norm = static_cast<T>(std::sqrt(OrderedSum(partials)));
+    global_norm() = norm;
+    const T scale = ClipScale(norm, clip_norm);
+    ForEachBlock<T>(d, blocks, 1, [&](const Block& block, Eigen::Index) {
+      const T* x = t[block.tensor].data();
+      T* y = clipped[block.tensor].data();
+      for (int64_t j = block.begin; j < block.end; ++j) y[j] = x[j] * scale;
+    });
+  }
+};
+
+template <typename T>
+struct ClipByGlobalNormGrad<CPUDevice, T> {
+  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
+                  T clip_norm, const ConstFlatList<T>& dclipped,
+                  typename TTypes<T>::ConstScalar dglobal_norm,
+                  const FlatList<T>& dt,
+                  typename TTypes<T>::Scalar dclip_norm) {
+    const CPUDevice& d = context->eigen_device<CPUDevice>();
+    const std::vector<Block> blocks = MakeBlocks<T>(t);
+    std::vector<double> squares(blocks.size());
+    std::vector<double> dots(blocks.size());
+    ForEachBlock<T>(d, blocks, 4, [&](const Block& block, Eigen::Index b) {
+      const T* x = t[block.tensor].data();
+      const T* dy = dclipped[block.tensor].data();
+      squares[b] = BlockSum(block.begin, block.end, [x](int64_t j) {
+        const double v = static_cast<double>(x[j]);
+        return v * v;
+      });
+      dots[b] = BlockSum(block.begin, block.end, [x, dy](int64_t j) {
+        return static_cast<double>(x[j]) * static_cast<double>(dy[j]);
+      });
+    });
+    const ClipGradCoefficients coef = ClipGrad(
+        OrderedSum(squares), OrderedSum(dots), static_cast<double>(clip_norm),
+        static_cast<double>(dglobal_norm()));
+    dclip_norm() = static_cast<T>(coef.dclip_norm);
+    ForEachBlock<T>(d, blocks, 4, [&](const Block& block, Eigen::Index) {
+      const T* x = t[block.tensor].data();
+      const T* dy = dclipped[block.tensor].data();
+      T* dx = dt[block.tensor].data();
+      for (int64_t j = block.begin; j < block.end; ++j) {
+        dx[j] = static_cast<T>(coef.scale * static_cast<double>(dy[j]) +
+                               coef.x_coef * static_cast<double>(x[j]));
+      }
+    });
+  }
+};
+
+}  // namespace functor
+
+namespace {
+
+absl::Status CheckScalar(const Tensor& tensor, const char* op,
+                         const char* name) {
+  if (TensorShapeUtils::IsScalar(tensor.shape())) return absl::OkStatus();
+  return errors::InvalidArgument(op, ": ", name,
+                                 " must be a scalar, got shape ",
+                                 tensor.shape().DebugString());
+}
+
+}  // namespace
+
+template <typename Device, typename T>
+class ClipByGlobalNormOp : public OpKernel {
+ public:
+  explicit ClipByGlobalNormOp(OpKernelConstruction* context)
+      : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    OpInputList t;
+    OP_REQUIRES_OK(context, context->input_list("t", &t));
+    const int n = t.size();
+    OP_REQUIRES(context, n >= 1,
+                errors::InvalidArgument("ClipByGlobalNorm: t must hold at "
+                                        "least one tensor"));
+    const Tensor& clip_norm = context->input(n);
+    OP_REQUIRES_OK(context,
+                   CheckScalar(clip_norm, "ClipByGlobalNorm", "clip_norm"));
+
+    functor::ConstFlatList<T> inputs;
+    functor::FlatList<T> outputs;
+    for (int i = 0; i < n; ++i) {
+      Tensor* out = nullptr;
+      // Scaling in place is safe: each element is read before it is written.
+      OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
+                                  {i}, i, t[i].shape(), &out));
+      inputs.push_back(t[i].flat<T>());
+      outputs.push_back(out->flat<T>());
+    }
+    Tensor* global_norm = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(n, TensorShape({}), &global_norm));
+    functor::ClipByGlobalNorm<Device, T>()(context, inputs,
+                                           clip_norm.scalar<T>()(), outputs,
+                                           global_norm->scalar<T>());
+  }
+};
+
+template <typename Device, typename T>
+class ClipByGlobalNormGradOp : public OpKernel {
+ public:
+  explicit ClipByGlobalNormGradOp(OpKernelConstruction* context)
+      : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    OpInputList t;
+    OpInputList dclipped;
+    OP_REQUIRES_OK(context, context->input_list("t", &t));
+    OP_REQUIRES_OK(context, context->input_list("dclipped", &dclipped));
+    const int n = t.size();
+    OP_REQUIRES(context, n >= 1,
+                errors::InvalidArgument("ClipByGlobalNormGrad: t must hold at "
+                                        "least one tensor"));
+    const Tensor& clip_norm = context->input(n);
+    const Tensor& dglobal_norm = context->input(2 * n + 1);
+    OP_REQUIRES_OK(context,
+                   CheckScalar(clip_norm, "ClipByGlobalNormGrad", "clip_norm"));
+    OP_REQUIRES_OK(context, CheckScalar(dglobal_norm, "ClipByGlobalNormGrad",
+                                        "dglobal_norm"));
+
+    functor::ConstFlatList<T> inputs;
+    functor::ConstFlatList<T> grads;
+    functor::FlatList<T> outputs;
+    for (int i = 0; i < n; ++i) {
+      OP_REQUIRES(context, dclipped[i].shape() == t[i].shape(),
+                  errors::InvalidArgument(
+                      "ClipByGlobalNormGrad: dclipped[", i, "] has shape ",
+                      dclipped[i].shape().DebugString(), " but t[", i,
+                      "] has shape ", t[i].shape().DebugString()));
+    }
+    for (int i = 0; i < n; ++i) {
+      Tensor* out = nullptr;
+      // dt[i] may reuse dclipped[i]: each element is read before it is
+      // written.
+      OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
+                                  {n + 1 + i}, i, t[i].shape(), &out));
+      inputs.push_back(t[i].flat<T>());
+      grads.push_back(dclipped[i].flat<T>());
+      outputs.push_back(out->flat<T>());
+    }
+    Tensor* dclip_norm = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(n, TensorShape({}), &dclip_norm));
+    functor::ClipByGlobalNormGrad<Device, T>()(
+        context, inputs, clip_norm.scalar<T>()(), grads,
+        dglobal_norm.scalar<T>(), outputs, dclip_norm->scalar<T>());
+  }
+};
+
+#define REGISTER_CPU(T)                                          \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
+                              .Device(DEVICE_CPU)                \
+                              .TypeConstraint<T>("T"),           \
+                          ClipByGlobalNormOp<CPUDevice, T>);     \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
+                              .Device(DEVICE_CPU)                \
+                              .TypeConstraint<T>("T"),           \
+                          ClipByGlobalNormGradOp<CPUDevice, T>);
+TF_CALL_half(REGISTER_CPU);
+TF_CALL_bfloat16(REGISTER_CPU);
+TF_CALL_float(REGISTER_CPU);
+TF_CALL_double(REGISTER_CPU);
+#undef REGISTER_CPU
+
+#if GOOGLE_CUDA
+
+namespace functor {
+#define DECLARE_GPU_SPEC(T)                              \
+  extern template struct ClipByGlobalNorm<GPUDevice, T>; \
+  extern template struct ClipByGlobalNormGrad<GPUDevice, T>;
+TF_CALL_half(DECLARE_GPU_SPEC);
+TF_CALL_bfloat16(DECLARE_GPU_SPEC);
+TF_CALL_float(DECLARE_GPU_SPEC);
+TF_CALL_double(DECLARE_GPU_SPEC);
+#undef DECLARE_GPU_SPEC
+}  // namespace functor
+
+// clip_norm stays in host memory: the kernels need its value on the host to
+// pass it to the GPU kernels as an argument, without a device-to-host copy.
+#define REGISTER_GPU(T)                                          \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
+                              .Device(DEVICE_GPU)                \
+                              .HostMemory("clip_norm")           \
+                              .TypeConstraint<T>("T"),           \
+                          ClipByGlobalNormOp<GPUDevice, T>);     \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
+                              .Device(DEVICE_GPU)                \
+                              .HostMemory("clip_norm")           \
+                              .TypeConstraint<T>("T"),           \
+                          ClipByGlobalNormGradOp<GPUDevice, T>);
+TF_CALL_half(REGISTER_GPU);
+TF_CALL_bfloat16(REGISTER_GPU);
+TF_CALL_float(REGISTER_GPU);
+TF_CALL_double(REGISTER_GPU);
+#undef REGISTER_GPU
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace tensorflow

@@ -1,0 +1,123 @@
+// CPU kernel of CustomOps>MatrixMul, and GPU kernel registration.
+
+#define EIGEN_USE_THREADS
+#if GOOGLE_CUDA
+#define EIGEN_USE_GPU
+#endif
+
+#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+
+namespace tensorflow {
+
+typedef Eigen::ThreadPoolDevice CPUDevice;
+typedef Eigen::GpuDevice GPUDevice;
+
+namespace functor {
+
+template <typename T>
+struct MatrixMul<CPUDevice, T> {
+  void operator()(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
+                  typename TTypes<T>::ConstMatrix b, bool transpose_a,
+                  bool transpose_b, typename TTypes<T>::Matrix product) {
+    // Contract the inner dimension of op(a) with that of op(b); Eigen's
+    // thread-pool contraction blocks and parallelises the work and never
+    // materialises a transpose.
+    // Eigen leaves the output unwritten when the inner dimension is empty.
+    if (a.dimension(transpose_a ? 0 : 1) == 0) {
+      product.device(d) = product.constant(T(0));
+      return;
+    }
+    Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> inner;
+    inner[0] = Eigen::IndexPair<Eigen::DenseIndex>(transpose_a ? 0 : 1,
+                                                   transpose_b ? 1 : 0);
+    product.device(d) = a.contract(b, inner);
+  }
+};
+
+}  // namespace functor
+
+template <typename Device, typename T>
+class MatrixMulOp : public OpKernel {
+ public:
+  explicit MatrixMulOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("transpose_a", &transpose_a_));
+    OP_REQUIRES_OK(context, context->GetAttr("transpose_b", &transpose_b_));
+  }
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& a = context->input(0);
+    const Tensor& b = context->input(1);
+    OP_REQUIRES(context, a.dims() == 2,
+                errors::InvalidArgument("MatrixMul: a must be a matrix, got ",
+                                        "shape ", a.shape().DebugString()));
+    OP_REQUIRES(context, b.dims() == 2,
+                errors::InvalidArgument("MatrixMul: b must be a matrix, got ",
+                                        "shape ", b.shape().DebugString()));
+    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
+    const int64_t inner_a = a.dim_size(transpose_a_ ? 0 : 1);
+    const int64_t inner_b = b.dim_size(transpose_b_ ? 1 : 0);
+    const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
+    OP_REQUIRES(
+        context, inner_a == inner_b,
+        errors::InvalidArgument(
+            "MatrixMul: inner dimensions differ: a ", a.shape().DebugString(),
+            (transpose_a_ ? " (transposed)" : ""), " contributes ", inner_a,
+            ", b ", b.shape().DebugString(),
+            (transpose_b_ ? " (transposed)" : ""), " contributes ", inner_b));
+    // m * n can overflow even though a and b are valid tensors.
+    TensorShape product_shape;
+    OP_REQUIRES_OK(context,
+                   TensorShape::BuildTensorShape({m, n}, &product_shape));
+    Tensor* product = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(0, product_shape, &product));
+    if (product->NumElements() == 0) return;
+    functor::MatrixMul<Device, T>()(context->eigen_device<Device>(),
+                                    a.matrix<T>(), b.matrix<T>(), transpose_a_,
+                                    transpose_b_, product->matrix<T>());
+  }
+
+ private:
+  bool transpose_a_;
+  bool transpose_b_;
+};
+
+#define REGISTER_CPU(T)                                                      \
+  REGISTER_KERNEL_BUILDER(                                                   \
+      Name("CustomOps>MatrixMul").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+      MatrixMulOp<CPUDevice, T>);
+TF_CALL_half(REGISTER_CPU);
+TF_CALL_bfloat16(REGISTER_CPU);
+TF_CALL_float(REGISTER_CPU);
+TF_CALL_double(REGISTER_CPU);
+#undef REGISTER_CPU
+
+#if GOOGLE_CUDA
+
+namespace functor {
+#define DECLARE_GPU_SPEC(T) extern template struct MatrixMul<GPUDevice, T>;
+TF_CALL_half(DECLARE_GPU_SPEC);
+TF_CALL_bfloat16(DECLARE_GPU_SPEC);
+TF_CALL_float(DECLARE_GPU_SPEC);
+TF_CALL_double(DECLARE_GPU_SPEC);
+#undef DECLARE_GPU_SPEC
+}  // namespace functor
+
+#define REGISTER_GPU(T)                                                      \
+  REGISTER_KERNEL_BUILDER(                                                   \
+      Name("CustomOps>MatrixMul").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
+      MatrixMulOp<GPUDevice, T>);
+TF_CALL_half(REGISTER_GPU);
+TF_CALL_bfloat16(REGISTER_GPU);
+TF_CALL_float(REGISTER_GPU);
+TF_CALL_double(REGISTER_GPU);
+#undef REGISTER_GPU
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace tensorflow

@@ -1,0 +1,213 @@
+"""Forward tests of CustomOps>ClipByGlobalNorm against tf.clip_by_global_norm:
+values, dtypes, shapes, inf and NaN, modes, errors, and the same bits for any
+thread count."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+from tensorflow.python.framework import test_util
+
+import tensorflow_customops as tfco
+
+_DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
+_TOLERANCE = {tf.float16: 2e-3, tf.bfloat16: 2e-2, tf.float32: 1e-6, tf.float64: 1e-12}
+_SHAPE_LISTS = [
+    [()],
+    [(3,)],
+    [(2, 3), (4,), ()],
+    [(0,), (5, 2), (2, 0, 3)],
+    [(0,)],
+    [(40000,), (3, 7)],  # several fixed-size blocks in one tensor
+]
+
+
+def _tensors(shapes, dtype, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    return [tf.constant(rng.normal(size=s) * scale, dtype=dtype) for s in shapes]
+
+
+class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
+    def assert_matches_tf(self, t_list, clip_norm, dtype):
+        clipped, norm = tfco.clip_by_global_norm(t_list, clip_norm)
+        expected, expected_norm = tf.clip_by_global_norm(t_list, clip_norm)
+        tol = _TOLERANCE[dtype]
+        self.assertEqual(norm.dtype, dtype)
+        self.assertAllClose(norm, expected_norm, rtol=tol, atol=tol)
+        self.assertLen(clipped, len(t_list))
+        for ours, theirs in zip(clipped, expected):
+            self.assertEqual(ours.dtype, dtype)
+            self.assertEqual(ours.shape, theirs.shape)
+            self.assertAllClose(ours, theirs, rtol=tol, atol=tol)
+
+    @parameterized.product(
+        dtype=_DTYPES, shapes=_SHAPE_LISTS, clip_norm=[0.5, 3.0, 1e4]
+    )
+    def test_matches_tf(self, dtype, shapes, clip_norm):
+        self.assert_matches_tf(_tensors(shapes, dtype), clip_norm, dtype)
+
+    @parameterized.parameters(tf.float32, tf.float64)
+    def test_two_hundred_tensors(self, dtype):
+        rng = np.random.default_rng(5)
+        shapes = [(int(rng.integers(0, 300)),) for _ in range(200)]
+        self.assert_matches_tf(_tensors(shapes, dtype), 1.0, dtype)
+
+    @parameterized.parameters(
+        [np.inf], [-np.inf], [np.nan], [np.inf, np.nan], [np.inf, -np.inf]
+    )
+    def test_inf_and_nan_like_tf(self, *bad):
+        # An inf or NaN anywhere gives an inf or NaN norm and all-NaN outputs.
+        t_list = [tf.constant([1.0, 2.0]), tf.constant(list(bad) + [3.0])]
+        clipped, norm = tfco.clip_by_global_norm(t_list, 1.0)
+        expected, expected_norm = tf.clip_by_global_norm(t_list, 1.0)
+        self.assertAllEqual(norm, expected_norm)
+        for ours, theirs in zip(clipped, expected):
+            self.assertAllEqual(np.isnan(ours), np.isnan(theirs))
+            self.assertTrue(np.all(np.isnan(ours)))
+
+    @parameterized.parameters(0.0, -1.0, np.inf, np.nan)
+    def test_unusual_clip_norms_like_tf(self, clip_norm):
+        for t_list in [[tf.constant([3.0, 4.0])], [tf.zeros([2])]]:
+            clipped, norm = tfco.clip_by_global_norm(t_list, clip_norm)
+            expected, expected_norm = tf.clip_by_global_norm(t_list, clip_norm)
+            self.assertAllEqual(norm, expected_norm)
+            self.assertAllEqual(clipped[0], expected[0])
+
+    def test_no_overflow_of_the_sum_of_squares(self):
+        # 300**2 overflows float16; the norm is accumulated in double.
+        clipped, norm = tfco.clip_by_global_norm(
+            [tf.constant([300.0, 400.0], tf.float16)], 1.0
+        )
+        self.assertEqual(float(norm), 500.0)
+        self.assertAllClose(clipped[0], [0.6, 0.8], rtol=1e-3)
+
+    def test_inputs_are_not_modified(self):
+        @tf.function
+        def fn(x):
+            doubled = x * 2.0
+            clipped, _ = tfco.clip_by_global_norm([doubled], 1.0)
+            return clipped[0], doubled
+
+        clipped, doubled = fn(tf.constant([3.0, 4.0]))
+        self.assertAllClose(clipped, [0.6, 0.8])
+        self.assertAllEqual(doubled, [6.0, 8.0])
+
+    @test_util.run_in_graph_and_eager_modes
+    def test_graph_and_eager_modes(self):
+        clipped, norm = tfco.clip_by_global_norm(
+            [tf.constant([3.0]), tf.constant([[4.0]])], 2.5
+        )
+        clipped, norm = self.evaluate([clipped, norm])
+        self.assertAllClose(clipped[0], [1.5])
+        self.assertAllClose(clipped[1], [[2.0]])
+        self.assertAllClose(norm, 5.0)
+
+    def test_tf_function_with_unknown_shapes(self):
+        fn = tf.function(
+            lambda x, y, c: tfco.clip_by_global_norm([x, y], c),
+            input_signature=[
+                tf.TensorSpec(None, tf.float32),
+                tf.TensorSpec([None, 2], tf.float32),
+                tf.TensorSpec([], tf.float32),
+            ],
+        )
+        for x_shape, rows in [((3,), 2), ((), 0), ((2, 2, 2), 5)]:
+            x, y = _tensors([x_shape, (rows, 2)], tf.float32, seed=rows)
+            (cx, cy), norm = fn(x, y, tf.constant(1.0))
+            (ex, ey), expected_norm = tf.clip_by_global_norm([x, y], 1.0)
+            self.assertAllClose(cx, ex)
+            self.assertAllClose(cy, ey)
+            self.assertAllClose(norm, expected_norm)
+        self.assertEqual(fn.experimental_get_tracing_count(), 1)
+
+    def test_shape_inference(self):
+        fn = tf.function(
+            lambda x, y: tfco.clip_by_global_norm([x, y], 1.0)
+        ).get_concrete_function(
+            tf.TensorSpec([2, None], tf.float32), tf.TensorSpec(None, tf.float32)
+        )
+        (cx, cy), norm = fn.structured_outputs
+        self.assertEqual(cx.shape.as_list(), [2, None])
+        self.assertEqual(cy.shape, tf.TensorShape(None))
+        self.assertEqual(norm.shape, ())
+
+    def test_clip_norm_must_be_scalar(self):
+        fn = tf.function(
+            lambda x, c: tfco.clip_by_global_norm([x], c),
+            input_signature=[tf.TensorSpec(None, tf.float32)] * 2,
+        )
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"ClipByGlobalNorm: clip_norm must be a scalar, got shape \[2\]",
+        ):
+            fn(tf.ones([3]), tf.ones([2]))
+        with tf.Graph().as_default():
+            with self.assertRaisesRegex(ValueError, r"must be rank 0"):
+                tfco.clip_by_global_norm([tf.ones([3])], tf.ones([2]))
+
+    def test_empty_list(self):
+        with self.assertRaisesRegex(ValueError, r"t_list must not be empty"):
+            tfco.clip_by_global_norm([], 1.0)
+
+    def test_clip_norm_of_another_dtype(self):
+        with self.assertRaisesRegex(
+            (TypeError, ValueError, tf.errors.InvalidArgumentError), r"float64"
+        ):
+            tfco.clip_by_global_norm(
+                [tf.ones([2], tf.float32)], tf.constant(1.0, tf.float64)
+            )
+
+    def test_mixed_dtypes(self):
+        with self.assertRaises((TypeError, tf.errors.InvalidArgumentError)):
+            tfco.clip_by_global_norm(
+                [tf.ones([2], tf.float32), tf.ones([2], tf.float64)], 1.0
+            )
+
+    @parameterized.parameters(tf.int32, tf.complex64)
+    def test_bad_dtype(self, dtype):
+        with self.assertRaisesRegex(
+            (TypeError, tf.errors.InvalidArgumentError),
+            r"allowed values|not in list of allowed",
+        ):
+            tfco.clip_by_global_norm([tf.ones([2], dtype)], tf.ones([], dtype))
+
+
+_CHILD = """
+import hashlib, sys
+import numpy as np
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
+import tensorflow_customops as tfco
+rng = np.random.default_rng(3)
+t = [tf.constant(rng.normal(size=n), tf.float32) for n in (300000, 17, 70001, 1)]
+clipped, norm = tfco.clip_by_global_norm(t, 1.0)
+with tf.GradientTape() as tape:
+    tape.watch(t)
+    out, _ = tfco.clip_by_global_norm(t, 1.0)
+grads = tape.gradient(out, t, output_gradients=[x * 3.0 for x in t])
+data = b"".join(x.numpy().tobytes() for x in clipped + [norm] + grads)
+print(hashlib.sha256(data).hexdigest())
+"""
+
+
+class ClipByGlobalNormDeterminismTest(tf.test.TestCase):
+    def test_same_bits_for_every_thread_count(self):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+        digests = {
+            threads: subprocess.run(
+                [sys.executable, "-c", _CHILD, str(threads)],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            ).stdout.split()[-1]
+            for threads in (1, 2, 4)
+        }
+        self.assertLen(set(digests.values()), 1, digests)
+
+
+if __name__ == "__main__":
+    tf.test.main()
