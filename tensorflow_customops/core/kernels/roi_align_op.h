@@ -54,7 +54,7 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> BoxOf(
   const bool ps = args.position_sensitive;
   return MakeAlignBox<A>(roi, args.spatial_scale, args.shape.pooled_height,
                          args.shape.pooled_width, args.sampling_ratio,
-                         /*half_pixel_offset=*/ps || args.aligned,
+                         /*half_pixel_offset=*/args.aligned,
                          /*min_size_one=*/!ps && !args.aligned);
 }
 

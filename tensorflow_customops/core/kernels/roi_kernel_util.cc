@@ -32,7 +32,7 @@ absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
           " (or <= 0 for an adaptive grid), got ", attrs->sampling_ratio);
     }
   }
-  if (kind == OpKind::kAlign) {
+  if (kind == OpKind::kAlign || kind == OpKind::kPsAlign) {
     TF_RETURN_IF_ERROR(context->GetAttr("aligned", &attrs->aligned));
   }
   std::string data_format;
@@ -127,7 +127,7 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   for (int64_t k = 0; k < rois.dim_size(0); ++k) {
     const AlignBox<A> box = MakeAlignBox<A>(
         data + k * 5, attrs.spatial_scale, attrs.pooled_height,
-        attrs.pooled_width, 0, /*half_pixel_offset=*/ps || attrs.aligned,
+        attrs.pooled_width, 0, /*half_pixel_offset=*/attrs.aligned,
         /*min_size_one=*/!ps && !attrs.aligned);
     const int64_t samples =
         static_cast<int64_t>(std::max(box.grid_h, 0)) * std::max(box.grid_w, 0);

@@ -23,7 +23,7 @@ struct RoiAttrs {
   int pooled_width = 0;
   float spatial_scale = 1.0f;
   int sampling_ratio = 0;  // align ops only
-  bool aligned = false;    // RoiAlign only
+  bool aligned = false;    // align ops only
   bool nchw = false;
   bool position_sensitive = false;
   bool align = false;  // bilinear sampling (RoiAlign, PsRoiAlign)

@@ -140,8 +140,8 @@ struct AlignBox {
   int grid_w;
 };
 
-// RoiAlign (aligned=false keeps the legacy "at least 1x1" box) and PsRoiAlign
-// (always half-pixel offset, no minimum size) differ only in these flags.
+// RoiAlign with aligned=false keeps the legacy "at least 1x1" box; PsRoiAlign
+// never enlarges boxes. Both shift by half a pixel when aligned.
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
     const float* roi, float spatial_scale, int pooled_height, int pooled_width,

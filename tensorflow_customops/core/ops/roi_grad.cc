@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensorflow/core/framework/function.h"
+#include "tensorflow/core/framework/node_def_util.h"
 #include "tensorflow/core/lib/core/errors.h"
 
 namespace tensorflow {
@@ -25,23 +26,28 @@ std::vector<std::string> AttrDefs(bool has_sampling_ratio, bool has_aligned) {
   return attrs;
 }
 
-std::vector<std::pair<std::string, FDH::AttrValueWrapper>> AttrRefs(
-    bool has_sampling_ratio, bool has_aligned) {
-  std::vector<std::pair<std::string, FDH::AttrValueWrapper>> refs = {
-      {"T", "$T"},
-      {"pooled_height", "$pooled_height"},
-      {"pooled_width", "$pooled_width"},
-      {"spatial_scale", "$spatial_scale"},
-      {"data_format", "$data_format"}};
+typedef std::vector<std::pair<std::string, FDH::AttrValueWrapper>> AttrList;
+
+AttrList AttrRefs(bool has_sampling_ratio, bool has_aligned) {
+  AttrList refs = {{"T", "$T"},
+                   {"pooled_height", "$pooled_height"},
+                   {"pooled_width", "$pooled_width"},
+                   {"spatial_scale", "$spatial_scale"},
+                   {"data_format", "$data_format"}};
   if (has_sampling_ratio) refs.push_back({"sampling_ratio", "$sampling_ratio"});
   if (has_aligned) refs.push_back({"aligned", "$aligned"});
   return refs;
 }
 
 // d(features) from the gradient op fed (dpooled, rois, shape(features));
-// d(rois) is zero.
+// d(rois) is zero. `fixed_attrs` are set on the gradient op as values rather
+// than passed through.
 FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
-                                  bool has_sampling_ratio, bool has_aligned) {
+                                  bool has_sampling_ratio, bool has_aligned,
+                                  const AttrList& fixed_attrs = {}) {
+  AttrList grad_op_attrs = AttrRefs(has_sampling_ratio, has_aligned);
+  grad_op_attrs.insert(grad_op_attrs.end(), fixed_attrs.begin(),
+                       fixed_attrs.end());
   return FDH::Define(
       // Arg defs
       {"features: T", "rois: float", "dpooled: T"},
@@ -58,7 +64,7 @@ FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
           {{"dfeatures"},
            grad_op,
            {"dpooled", "rois", "features_shape"},
-           AttrRefs(has_sampling_ratio, has_aligned)},
+           grad_op_attrs},
           {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
       });
 }
@@ -70,9 +76,15 @@ absl::Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
 }
 
 absl::Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
+  // PsRoiAlign gained `aligned` in its second version; SymbolicGradient nodes
+  // written before name no such attr and mean the default, true.
+  bool aligned = true;
+  if (attrs.Find("aligned") != nullptr) {
+    TF_RETURN_IF_ERROR(GetNodeAttr(attrs, "aligned", &aligned));
+  }
   *g = BilinearOrAverageGrad("CustomOps>PsRoiAlignGrad",
                              /*has_sampling_ratio=*/true,
-                             /*has_aligned=*/false);
+                             /*has_aligned=*/false, {{"aligned", aligned}});
   return absl::OkStatus();
 }
 

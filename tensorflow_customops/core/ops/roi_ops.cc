@@ -255,12 +255,13 @@ REGISTER_OP("CustomOps>PsRoiAlign")
     .Input("rois: float")
     .Output("pooled: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
+    .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
       return ForwardShape(c, Family::kPositionSensitive);
     })
     .Doc(R"doc(
 Position-sensitive RoI Align: PsRoiPool's channel selection with RoiAlign's
-bilinear sampling (always with the half-pixel offset).
+bilinear sampling.
 
 features: The feature map, [N, H, W, C] (or NCHW) with C divisible by
   pooled_height * pooled_width.
@@ -273,6 +274,9 @@ pooled_width: Output bins along the width.
 spatial_scale: Factor from box coordinates to feature-map coordinates.
 sampling_ratio: Sampling points per bin along each axis; <= 0 picks
   ceil(bin size) adaptively. At most 64.
+aligned: Shift box coordinates by -0.5 pixel (the default, as torchvision's
+  ps_roi_align); false samples at the unshifted coordinates. Unlike RoiAlign,
+  small boxes are never enlarged to 1x1.
 data_format: Layout of features and pooled.
 )doc");
 
@@ -282,6 +286,7 @@ REGISTER_OP("CustomOps>PsRoiAlignGrad")
     .Input("features_shape: int32")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
+    .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
       return GradShape(c, Family::kPositionSensitive, 2);
     })

@@ -67,6 +67,35 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         got = util.run_op("ps_roi_align", case, dtype=tf.float64)
         self.assertAllClose(got, util.reference("ps_roi_align", case), atol=1e-12)
 
+    @parameterized.product(sampling_ratio=[-1, 2], data_format=["NHWC", "NCHW"])
+    def test_ps_roi_align_unaligned(self, sampling_ratio, data_format):
+        # The attr added in PsRoiAlign's second version.
+        case = util.make_case("ps_roi_align", seed=18, spatial_scale=0.5)
+        features = util.layout(case.features_nhwc, data_format)
+        got = tfco.ps_roi_align(
+            features,
+            case.rois,
+            case.output_size,
+            case.spatial_scale,
+            sampling_ratio,
+            aligned=False,
+            data_format=data_format,
+        )
+        if data_format == "NCHW":
+            got = tf.transpose(got, [0, 2, 3, 1])
+        expected = roi_reference.ps_roi_align(
+            case.features_nchw,
+            case.rois,
+            case.output_size,
+            case.spatial_scale,
+            sampling_ratio,
+            aligned=False,
+        )
+        self.assertAllClose(got, np.transpose(expected, [0, 2, 3, 1]), atol=1e-12)
+        self.assertNotAllClose(
+            got, util.run_op("ps_roi_align", case, dtype=tf.float64), atol=1e-3
+        )
+
     def test_roi_pool_argmax(self):
         case = util.make_case("roi_pool", seed=7, spatial_scale=0.5)
         features = tf.constant(case.features_nhwc)

@@ -83,7 +83,9 @@ def roi_align(features, rois, output_size, spatial_scale, sampling_ratio, aligne
     return out
 
 
-def ps_roi_align(features, rois, output_size, spatial_scale, sampling_ratio):
+def ps_roi_align(
+    features, rois, output_size, spatial_scale, sampling_ratio, aligned=True
+):
     """features [N, C * PH * PW, H, W] -> [K, C, PH, PW]."""
     features = np.asarray(features, np.float64)
     pooled_h, pooled_w = output_size
@@ -91,7 +93,9 @@ def ps_roi_align(features, rois, output_size, spatial_scale, sampling_ratio):
     out = np.zeros((len(rois), out_channels, pooled_h, pooled_w))
     for k, roi in enumerate(rois):
         image = features[int(roi[0])]
-        box = _align_box(roi, spatial_scale, 0.5, min_size_one=False)
+        box = _align_box(
+            roi, spatial_scale, 0.5 if aligned else 0.0, min_size_one=False
+        )
         for c in range(out_channels):
             for i in range(pooled_h):
                 for j in range(pooled_w):

@@ -16,7 +16,7 @@ _ops = load_library.load_op_library()
 
 _POOL_ATTRS = ("pooled_height", "pooled_width", "spatial_scale", "data_format")
 _ALIGN_ATTRS = (*_POOL_ATTRS, "sampling_ratio", "aligned")
-_PS_ALIGN_ATTRS = (*_POOL_ATTRS, "sampling_ratio")
+_PS_ALIGN_ATTRS = _ALIGN_ATTRS
 
 
 def _output_size(output_size):
@@ -210,13 +210,13 @@ def ps_roi_align(
     output_size,
     spatial_scale=1.0,
     sampling_ratio=-1,
+    aligned=True,
     data_format="NHWC",
     name=None,
 ):
     """Position-sensitive RoI Align, as `torchvision.ops.ps_roi_align`.
 
-    `ps_roi_pool`'s channel groups with `roi_align`'s bilinear sampling
-    (always with the half-pixel offset).
+    `ps_roi_pool`'s channel groups with `roi_align`'s bilinear sampling.
 
     Args:
       features: `[N, H, W, C]` (or NCHW) tensor, `C` divisible by
@@ -227,6 +227,9 @@ def ps_roi_align(
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, at most 64;
         `<= 0` is adaptive.
+      aligned: Shift boxes by half a pixel, as torchvision does (the
+        default); False samples at the unshifted coordinates. Boxes are never
+        enlarged to 1x1, unlike `roi_align(aligned=False)`.
       data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
       name: A name for the operation (optional).
 
@@ -247,6 +250,7 @@ def ps_roi_align(
         pooled_width=pooled_width,
         spatial_scale=spatial_scale,
         sampling_ratio=sampling_ratio,
+        aligned=aligned,
         data_format=data_format,
         name=name,
     )

@@ -45,6 +45,12 @@ def _check_spatial_scale(spatial_scale):
     return float(spatial_scale)
 
 
+def _check_aligned(aligned):
+    if not isinstance(aligned, bool):
+        raise ValueError(f"aligned must be a bool, got {aligned!r}")
+    return aligned
+
+
 def _check_sampling_ratio(sampling_ratio):
     if isinstance(sampling_ratio, bool) or not isinstance(
         sampling_ratio, numbers.Integral
@@ -187,9 +193,7 @@ class RoIAlign(_RoILayer):
     ):
         super().__init__(output_size, spatial_scale, data_format, **kwargs)
         self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
-        if not isinstance(aligned, bool):
-            raise ValueError(f"aligned must be a bool, got {aligned!r}")
-        self.aligned = aligned
+        self.aligned = _check_aligned(aligned)
 
     def _op_kwargs(self):
         return {
@@ -209,6 +213,7 @@ class PSRoIAlign(_RoILayer):
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, at most 64;
         `<= 0` is adaptive.
+      aligned: Shift boxes by half a pixel (the default, as torchvision).
       data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
     """
@@ -221,11 +226,17 @@ class PSRoIAlign(_RoILayer):
         output_size,
         spatial_scale=1.0,
         sampling_ratio=-1,
+        aligned=True,
         data_format="NHWC",
         **kwargs,
     ):
         super().__init__(output_size, spatial_scale, data_format, **kwargs)
         self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
+        self.aligned = _check_aligned(aligned)
 
     def _op_kwargs(self):
-        return {**super()._op_kwargs(), "sampling_ratio": self.sampling_ratio}
+        return {
+            **super()._op_kwargs(),
+            "sampling_ratio": self.sampling_ratio,
+            "aligned": self.aligned,
+        }
