@@ -75,7 +75,7 @@ class MatrixMulOp : public OpKernel {
     OP_REQUIRES(
         context, MultiplyWithoutOverflow(m, n) >= 0,
         errors::InvalidArgument("MatrixMul: the product [", m, ", ", n,
-                                "] has more elements than int64 holds"));
+                                "]: its number of elements overflows int64"));
     TensorShape product_shape;
     OP_REQUIRES_OK(context,
                    TensorShape::BuildTensorShape({m, n}, &product_shape));

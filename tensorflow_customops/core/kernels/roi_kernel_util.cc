@@ -154,7 +154,7 @@ absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
   for (int64_t dim : dims) elements = MultiplyWithoutOverflow(elements, dim);
   if (elements < 0) {
     return errors::InvalidArgument(what, " [", absl::StrJoin(dims, ", "),
-                                   "] has more elements than int64 holds");
+                                   "]: its number of elements overflows int64");
   }
   return TensorShape::BuildTensorShape(dims, out);
 }

@@ -29,7 +29,7 @@ inline absl::Status CheckNumElements(shape_inference::InferenceContext* c,
   }
   if (elements < 0) {
     return errors::InvalidArgument(what, " ", c->DebugString(shape),
-                                   " has more elements than int64 holds");
+                                   ": its number of elements overflows int64");
   }
   return absl::OkStatus();
 }

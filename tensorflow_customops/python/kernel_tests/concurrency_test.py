@@ -5,15 +5,18 @@ state across calls and share nothing between concurrent calls."""
 
 import concurrent.futures
 
-import numpy as np
 import tensorflow as tf
 
 from tensorflow_customops.python.kernel_tests import op_cases
 
 PYTHON_THREADS = 8
 ITERATIONS = 2
-COPIES_PER_GRAPH = 6
+# Threads 0..3 share seed 0's inputs; threads 4..7 each get their own seed.
+SEEDS = [0, 0, 0, 0, 1, 2, 3, 4]
+# One copy of the op per seed in one graph: two copies share inputs.
+GRAPH_SEEDS = [0, 0, 1, 2, 3, 4]
 INTER_OP_THREADS = 4
+GRAPH_CALLERS = 2
 
 
 def _numpy(tensors):
@@ -32,28 +35,32 @@ class ConcurrencyTest(tf.test.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.cases = op_cases.all_cases()
+        # One case per op (with its gradient): dtype variants run the same
+        # code, and the determinism test covers them.
+        cls.cases, cls.uncovered = op_cases.covering_cases(op_cases.all_cases())
 
     def _check_bits(self, case, expected, actual, where):
         self.assertEqual(len(actual), len(expected), where)
         for i, (want, got) in enumerate(zip(expected, actual)):
             self.assertEqual(got.dtype, want.dtype, f"{case.name} {where}[{i}]")
+            self.assertEqual(got.shape, want.shape, f"{case.name} {where}[{i}]")
             self.assertTrue(
-                np.array_equal(got.view(np.uint8), want.view(np.uint8)),
+                got.tobytes() == want.tobytes(),
                 f"{case.name} {where}: output {i} differs from the "
                 f"single-threaded result",
             )
 
     def _inputs_and_references(self, case):
-        """Seed 0 for 'same inputs', then one seed per thread; the reference
-        of each computed alone."""
-        inputs = [case.make_inputs(seed) for seed in range(PYTHON_THREADS + 1)]
+        """Inputs for every seed, and each one's result computed alone."""
+        inputs = [
+            case.make_inputs(seed) for seed in range(max(SEEDS + GRAPH_SEEDS) + 1)
+        ]
         references = [_numpy(op_cases.evaluate(case, x)) for x in inputs]
         return inputs, references
 
     def test_every_registered_op_has_a_case(self):
         self.assertEqual(
-            op_cases.uncovered_ops(self.cases),
+            self.uncovered,
             [],
             "registered ops without a case in op_cases.all_cases()",
         )
@@ -64,48 +71,38 @@ class ConcurrencyTest(tf.test.TestCase):
 
         for case in self.cases:
             inputs, references = self._inputs_and_references(case)
-            same = _run_in_threads(run, [(case, inputs[0])] * PYTHON_THREADS)
-            different = _run_in_threads(
-                run, [(case, inputs[i + 1]) for i in range(PYTHON_THREADS)]
-            )
-            for thread in range(PYTHON_THREADS):
+            results = _run_in_threads(run, [(case, inputs[seed]) for seed in SEEDS])
+            for thread, seed in enumerate(SEEDS):
                 for iteration in range(ITERATIONS):
                     self._check_bits(
                         case,
-                        references[0],
-                        same[thread][iteration],
-                        f"eager, same inputs, thread {thread}",
-                    )
-                    self._check_bits(
-                        case,
-                        references[thread + 1],
-                        different[thread][iteration],
-                        f"eager, thread {thread}'s inputs",
+                        references[seed],
+                        results[thread][iteration],
+                        f"eager, thread {thread} (seed {seed}), run {iteration}",
                     )
 
     def test_graph_with_parallel_copies(self):
-        # Copies 0..COPIES-1 get seeds 0, 0, 1, 2, ...: two share inputs, the
-        # rest differ; independent, so the inter-op pool runs them together.
-        seeds = [0] + list(range(COPIES_PER_GRAPH - 1))
+        # The copies are independent, so the inter-op pool runs them together.
         for case in self.cases:
             inputs, references = self._inputs_and_references(case)
 
             @tf.function
             def copies(*flat_inputs, case=case):
-                size = len(flat_inputs) // COPIES_PER_GRAPH
+                size = len(flat_inputs) // len(GRAPH_SEEDS)
                 return [
                     op_cases.evaluate(case, flat_inputs[i * size : (i + 1) * size])
-                    for i in range(COPIES_PER_GRAPH)
+                    for i in range(len(GRAPH_SEEDS))
                 ]
 
-            flat = [x for seed in seeds for x in inputs[seed]]
+            flat = [tf.constant(x) for seed in GRAPH_SEEDS for x in inputs[seed]]
+            copies(*flat)  # traced once, before the threads call it
             # The function itself also runs from several Python threads.
             results = _run_in_threads(
                 lambda fn, args: [_numpy(outs) for outs in fn(*args)],
-                [(copies, flat)] * INTER_OP_THREADS,
+                [(copies, flat)] * GRAPH_CALLERS,
             )
             for thread, copies_out in enumerate(results):
-                for copy, seed in enumerate(seeds):
+                for copy, seed in enumerate(GRAPH_SEEDS):
                     self._check_bits(
                         case,
                         references[seed],

@@ -77,8 +77,8 @@ class LargeShapesTest(tf.test.TestCase):
                 )
                 with self.assertRaisesRegex(
                     ValueError,
-                    r"MatrixMul: the product \[1099511627776,1099511627776\] has "
-                    r"more elements than int64 holds",
+                    r"MatrixMul: the product \[1099511627776,1099511627776\]: its "
+                    r"number of elements overflows int64",
                 ):
                     _traced_shapes(product, *specs(BIG, BIG, ta, tb))
                 # An empty inner dimension makes both inputs free; the
@@ -88,7 +88,7 @@ class LargeShapesTest(tf.test.TestCase):
                 with self.assertRaisesRegex(
                     tf.errors.InvalidArgumentError,
                     r"MatrixMul: the product \[4611686018427387904, "
-                    r"4611686018427387904\] has more elements than int64 holds",
+                    r"4611686018427387904\]: its number of elements overflows int64",
                 ):
                     product(a, b)
         # A product whose size fits int64 but not memory fails cleanly.
@@ -127,8 +127,8 @@ class LargeShapesTest(tf.test.TestCase):
         # t and dclipped are each valid; the shape they must share is not.
         with self.assertRaisesRegex(
             ValueError,
-            r"dt \[1099511627776,1099511627776\] has more elements than int64 "
-            r"holds",
+            r"dt \[1099511627776,1099511627776\]: its number of elements overflows "
+            r"int64",
         ):
             _traced_shapes(
                 grad,
@@ -175,8 +175,8 @@ class LargeShapesTest(tf.test.TestCase):
         specs[0] = tf.TensorSpec([1, 2, 2, 4 * BIG], tf.float32)
         with self.assertRaisesRegex(
             ValueError,
-            r"pooled output \[1099511627776,2,2,\d+\] has more elements than "
-            r"int64 holds",
+            r"pooled output \[1099511627776,2,2,\d+\]: its number of elements "
+            r"overflows int64",
         ):
             _traced_shapes(pooled, *specs)
         # argmax holds h * W + w in an int32: maps of 2^31 pixels are rejected.
@@ -201,15 +201,22 @@ class LargeShapesTest(tf.test.TestCase):
             )[0].shape,
             [0, 2, 2, HUGE // 4 if ps else HUGE],
         )
+        # K * PH * PW * C overflows int64: for PS ops through the channels of
+        # a map with no pixels (C / (PH * PW) = 2^60), for the others through
+        # the bins.
         if ps:
-            return  # output channels C / (PH * PW) cannot grow with the bins
-        # K * PH * PW * C = 4 * (2^31 - 1)^2 * 4 overflows int64.
+            features, output_size = tf.zeros([1, 0, 0, HUGE]), 2
+            dims = f"2, 2, {2**60}"
+        else:
+            features, output_size = tf.zeros([1, 2, 2, 4]), INT32_MAX
+            dims = "2147483647, 2147483647, 4"
         with self.assertRaisesRegex(
             tf.errors.InvalidArgumentError,
-            r"pooled output \[4, 2147483647, 2147483647, 4\] has more elements "
-            r"than int64 holds",
+            rf"pooled output \[4, {dims}\]: its number of elements overflows int64",
         ):
-            raw(tf.zeros([1, 2, 2, 4]), _rois(4), **_roi_attrs(op, INT32_MAX))
+            raw(features, _rois(4), **_roi_attrs(op, output_size))
+        if ps:
+            return  # PS outputs are never larger than the features
         # 2^62 elements fit int64 but not memory: a clean allocation failure.
         with self.assertRaises(tf.errors.ResourceExhaustedError):
             raw(tf.zeros([1, 2, 2, 1]), _rois(1), **_roi_attrs(op, INT32_MAX))
@@ -243,14 +250,14 @@ class LargeShapesTest(tf.test.TestCase):
         overflows = [INT32_MAX, INT32_MAX, 1, INT32_MAX]
         with self.assertRaisesRegex(
             ValueError,
-            r"features_shape \[2147483647,2147483647,1,2147483647\] has more "
-            r"elements than int64 holds",
+            r"features_shape \[2147483647,2147483647,1,2147483647\]: its number "
+            r"of elements overflows int64",
         ):
             traced(overflows)
         with self.assertRaisesRegex(
             tf.errors.InvalidArgumentError,
-            r"features_shape \[2147483647, 2147483647, 1, 2147483647\] has more "
-            r"elements than int64 holds",
+            r"features_shape \[2147483647, 2147483647, 1, 2147483647\]: its number "
+            r"of elements overflows int64",
         ):
             grad(tf.zeros([0, 1, 1, INT32_MAX]), overflows, **_roi_attrs(op, 1))
         with self.assertRaisesRegex(

@@ -3,9 +3,9 @@ concurrency tests.
 
 A case is a function of some inputs that runs one or more of the library's
 ops; `evaluate` adds the gradients, so a forward case also runs its *Grad op.
-Which ops a case runs is read from its traced graph, not declared, so
-`uncovered_ops` names every registered op that no case reaches: a new op fails
-the tests that use these cases until it gets one.
+Which ops a case runs is read from its traced graph, not declared, so the
+tests that use these cases can name every registered op that no case reaches:
+a new op fails them until it gets one.
 
 Inputs are large enough that every CPU kernel splits its work across 4
 intra-op threads (see the Shard/parallelFor cost arguments in
@@ -246,17 +246,25 @@ def _roi_grad_case(op):
 
 def all_cases():
     """Every case: each op's forward with its gradient, each *Grad op called
-    directly, in every float dtype where that is cheap."""
-    cases = [_zero_out_case(dtype) for dtype in (tf.float32, tf.float16)]
-    cases += [_matrix_mul_case(ta, tb) for ta in (False, True) for tb in (False, True)]
+    directly, in every float dtype where that is cheap. One float32 case per
+    op comes first (see covering_cases)."""
+    cases = [
+        _zero_out_case(tf.float32),
+        _matrix_mul_case(False, False),
+        _clip_case(tf.float32),
+        _check_numerics_case(),
+    ]
+    cases += [_roi_case(op) for op in _ROI_ATTRS]
+    # Variants: transposes, dtypes, layouts, and the *Grad ops called directly.
+    cases += [_zero_out_case(tf.float16)]
+    transposes = ((False, True), (True, False), (True, True))
+    cases += [_matrix_mul_case(ta, tb) for ta, tb in transposes]
     cases += [
         _matrix_mul_case(False, False, m=16, k=131072, n=16),
         _matrix_mul_case(False, False, tf.bfloat16, k=1024),
     ]
-    cases += [_clip_case(dtype) for dtype in FLOAT_DTYPES]
+    cases += [_clip_case(dtype) for dtype in FLOAT_DTYPES if dtype != tf.float32]
     cases += [_clip_grad_case(dtype) for dtype in (tf.float32, tf.float16)]
-    cases += [_check_numerics_case()]
-    cases += [_roi_case(op) for op in _ROI_ATTRS]
     cases += [
         _roi_case("roi_align", dtype) for dtype in FLOAT_DTYPES if dtype != tf.float32
     ]
@@ -302,7 +310,17 @@ def registered_ops():
     return {op.name for op in load_library.op_list().op}
 
 
-def uncovered_ops(cases):
-    """Registered ops that none of `cases` runs, sorted."""
-    covered = set().union(*(ops_run_by(case) for case in cases))
-    return sorted(registered_ops() - covered)
+def covering_cases(cases):
+    """The cases, in order, that each run a registered op no earlier one runs,
+    until every registered op is run; and the registered ops none of `cases`
+    runs, sorted."""
+    needed = registered_ops()
+    chosen = []
+    for case in cases:
+        if not needed:
+            break
+        ops = ops_run_by(case)
+        if ops & needed:
+            chosen.append(case)
+            needed -= ops
+    return chosen, sorted(needed)
