@@ -8,6 +8,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 
 namespace tensorflow {
 
@@ -19,7 +20,7 @@ template <typename T>
 __global__ void NumericFlagsKernel(const T* __restrict__ x, int64_t size,
                                    int* flags) {
   int local = 0;
-  GPU_1D_KERNEL_LOOP(j, size) {
+  for (int64_t j : GpuGridRangeX<int64_t>(size)) {
     if (Eigen::numext::isnan(x[j])) local |= functor::kFoundNaN;
     if (Eigen::numext::isinf(x[j])) local |= functor::kFoundInf;
   }
@@ -35,7 +36,7 @@ template <typename T>
 struct NumericFlags<GPUDevice, T> {
   void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat x,
                   int* flags) {
-    const GpuLaunchConfig config = GetGpuLaunchConfig(x.size(), d);
+    const GpuLaunchConfig config = GetGpuLaunchConfig64(x.size(), d);
     TF_CHECK_OK(GpuLaunchKernel(NumericFlagsKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(),
                                 x.data(), x.size(), flags));

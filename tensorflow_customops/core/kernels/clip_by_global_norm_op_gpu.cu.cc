@@ -13,6 +13,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 
 namespace tensorflow {
 
@@ -62,7 +63,9 @@ template <typename T>
 __global__ void ScaleKernel(const T* x, int64_t size,
                             const T* __restrict__ scale, T* y) {
   const T factor = *scale;
-  GPU_1D_KERNEL_LOOP(j, size) { y[j] = x[j] * factor; }
+  for (int64_t j : GpuGridRangeX<int64_t>(size)) {
+    y[j] = x[j] * factor;
+  }
 }
 
 // One thread: adds the slots in order and computes the gradient coefficients.
@@ -90,7 +93,7 @@ __global__ void GradKernel(const T* __restrict__ x, const T* dy, int64_t size,
                            const functor::ClipGradCoefficients* coef, T* dx) {
   const double scale = coef->scale;
   const double x_coef = coef->x_coef;
-  GPU_1D_KERNEL_LOOP(j, size) {
+  for (int64_t j : GpuGridRangeX<int64_t>(size)) {
     dx[j] = static_cast<T>(scale * static_cast<double>(dy[j]) +
                            x_coef * static_cast<double>(x[j]));
   }
@@ -111,7 +114,7 @@ bool AllocateSlots(OpKernelContext* context, int64_t count, Tensor* slots) {
 
 template <typename Kernel, typename... Args>
 void Launch(const GPUDevice& d, int64_t size, Kernel kernel, Args... args) {
-  const GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+  const GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
   TF_CHECK_OK(GpuLaunchKernel(kernel, config.block_count,
                               config.thread_per_block, 0, d.stream(), args...));
 }

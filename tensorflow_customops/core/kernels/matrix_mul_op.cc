@@ -11,6 +11,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow/core/util/overflow.h"
 
 namespace tensorflow {
 
@@ -69,7 +70,12 @@ class MatrixMulOp : public OpKernel {
             (transpose_a_ ? " (transposed)" : ""), " contributes ", inner_a,
             ", b ", b.shape().DebugString(),
             (transpose_b_ ? " (transposed)" : ""), " contributes ", inner_b));
-    // m * n can overflow even though a and b are valid tensors.
+    // m * n can overflow even though a and b are valid tensors: an empty
+    // inner dimension lets both be huge.
+    OP_REQUIRES(
+        context, MultiplyWithoutOverflow(m, n) >= 0,
+        errors::InvalidArgument("MatrixMul: the product [", m, ", ", n,
+                                "]: its number of elements overflows int64"));
     TensorShape product_shape;
     OP_REQUIRES_OK(context,
                    TensorShape::BuildTensorShape({m, n}, &product_shape));

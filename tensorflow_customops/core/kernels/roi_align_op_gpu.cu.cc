@@ -11,6 +11,7 @@
 
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 
@@ -26,7 +27,7 @@ __global__ void RoiAlignKernel(int64_t size, RoiAlignArgs args,
                                const float* __restrict__ rois,
                                T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -63,7 +64,7 @@ __global__ void RoiAlignGradKernel(int64_t size, RoiAlignArgs args,
                                    const float* __restrict__ rois,
                                    T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -102,7 +103,7 @@ struct RoiAlign<GPUDevice, T> {
                   T* pooled) {
     roi::UploadRois(d, args.shape, rois, rois_scratch);
     const int64_t size = roi::PooledSize(args.shape);
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiAlignKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 args, features, rois_scratch, pooled));
@@ -119,7 +120,7 @@ struct RoiAlignGrad<GPUDevice, T> {
              s.batch * s.height * s.width * s.channels * sizeof(T));
     const int64_t size = roi::PooledSize(s);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiAlignGradKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 args, grads, rois_scratch, grad_features));

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/util/overflow.h"
 
@@ -144,19 +146,29 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   return absl::OkStatus();
 }
 
-// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW], with overflow
-// checks.
+// The shape with sizes `dims`, or an InvalidArgument naming `what` if its
+// number of elements overflows int64 (each dim fits, their product need not).
+absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
+                           TensorShape* out) {
+  int64_t elements = 1;
+  for (int64_t dim : dims) elements = MultiplyWithoutOverflow(elements, dim);
+  if (elements < 0) {
+    return errors::InvalidArgument(what, " [", absl::StrJoin(dims, ", "),
+                                   "]: its number of elements overflows int64");
+  }
+  return TensorShape::BuildTensorShape(dims, out);
+}
+
+// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW].
 absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
                          TensorShape* out) {
-  *out = TensorShape();
   const int64_t dims_nhwc[] = {shape.num_rois, attrs.pooled_height,
                                attrs.pooled_width, shape.out_channels};
   const int64_t dims_nchw[] = {shape.num_rois, shape.out_channels,
                                attrs.pooled_height, attrs.pooled_width};
-  for (int64_t dim : attrs.nchw ? dims_nchw : dims_nhwc) {
-    TF_RETURN_IF_ERROR(out->AddDimWithStatus(dim));
-  }
-  return absl::OkStatus();
+  return ShapeFromDims(
+      absl::Span<const int64_t>(attrs.nchw ? dims_nchw : dims_nhwc, 4),
+      "pooled output", out);
 }
 
 // Reads a gradient op's features_shape input (int32 [4], host memory).
@@ -167,16 +179,16 @@ absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
         "features_shape must be a vector of 4 elements, got shape ",
         features_shape.shape().DebugString());
   }
-  const auto dims = features_shape.vec<int32_t>();
-  *out = TensorShape();
+  const auto values = features_shape.vec<int32_t>();
+  int64_t dims[4];
   for (int i = 0; i < 4; ++i) {
-    if (dims(i) < 0) {
+    if (values(i) < 0) {
       return errors::InvalidArgument("features_shape[", i,
-                                     "] must be non-negative, got ", dims(i));
+                                     "] must be non-negative, got ", values(i));
     }
-    TF_RETURN_IF_ERROR(out->AddDimWithStatus(dims(i)));
+    dims[i] = values(i);
   }
-  return absl::OkStatus();
+  return ShapeFromDims(dims, "features_shape", out);
 }
 
 // Checks that a gradient op's incoming gradient has the pooled shape.

@@ -14,6 +14,7 @@
 
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
 
@@ -31,7 +32,7 @@ __global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
                               int32_t* __restrict__ argmax) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -64,7 +65,7 @@ __global__ void RoiPoolGradKernel(int64_t size, RoiPoolArgs args,
                                   T* __restrict__ grad_features) {
   const roi::Layout& in = args.features_layout;
   const int64_t area = args.shape.height * args.shape.width;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const int32_t index = argmax[i];
     // argmax was not validated on the host (it lives on the device): skip
     // anything that is not a pixel of the map.
@@ -86,7 +87,7 @@ __global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -117,7 +118,7 @@ __global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
-  GPU_1D_KERNEL_LOOP(i, size) {
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -156,7 +157,7 @@ struct RoiPool<GPUDevice, T> {
                   T* pooled, int32_t* argmax) {
     roi::UploadRois(d, args.shape, rois, rois_scratch);
     const int64_t size = roi::PooledSize(args.shape);
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(RoiPoolKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 args, features, rois_scratch, pooled, argmax));
@@ -172,7 +173,7 @@ struct RoiPoolGrad<GPUDevice, T> {
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(
         RoiPoolGradKernel<T>, config.block_count, config.thread_per_block, 0,
         d.stream(), size, args, grads, rois_scratch, argmax, grad_features));
@@ -186,7 +187,7 @@ struct PsRoiPool<GPUDevice, T> {
                   T* pooled) {
     roi::UploadRois(d, args.shape, rois, rois_scratch);
     const int64_t size = roi::PooledSize(args.shape);
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 args, features, rois_scratch, pooled));
@@ -201,7 +202,7 @@ struct PsRoiPoolGrad<GPUDevice, T> {
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolGradKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 args, grads, rois_scratch, grad_features));

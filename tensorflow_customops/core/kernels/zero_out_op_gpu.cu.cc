@@ -6,6 +6,7 @@
 
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/zero_out_op.h"
 
 namespace tensorflow {
@@ -18,7 +19,9 @@ template <typename T>
 __global__ void ZeroOutKernel(const int64_t size, const int64_t keep,
                               const T* __restrict__ input,
                               T* __restrict__ output) {
-  GPU_1D_KERNEL_LOOP(i, size) { output[i] = i < keep ? input[i] : T(0); }
+  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
+    output[i] = i < keep ? input[i] : T(0);
+  }
 }
 
 }  // namespace
@@ -30,7 +33,7 @@ struct ZeroOut<GPUDevice, T> {
   void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat input,
                   typename TTypes<T>::Flat output, int64_t keep) {
     const int64_t size = output.size();
-    GpuLaunchConfig config = GetGpuLaunchConfig(size, d);
+    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
     TF_CHECK_OK(GpuLaunchKernel(ZeroOutKernel<T>, config.block_count,
                                 config.thread_per_block, 0, d.stream(), size,
                                 keep, input.data(), output.data()));

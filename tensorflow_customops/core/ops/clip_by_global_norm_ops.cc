@@ -4,6 +4,7 @@
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
 
@@ -32,6 +33,8 @@ absl::Status ClipByGlobalNormGradShape(InferenceContext* c) {
   for (int i = 0; i < n; ++i) {
     ShapeHandle merged;
     TF_RETURN_IF_ERROR(c->Merge(c->input(i), c->input(n + 1 + i), &merged));
+    // t[i] and dclipped[i] can each be valid with a shape no tensor can have.
+    TF_RETURN_IF_ERROR(shape_util::CheckNumElements(c, merged, "dt"));
     c->set_output(i, merged);
   }
   c->set_output(n, c->Scalar());

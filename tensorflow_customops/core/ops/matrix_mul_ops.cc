@@ -3,6 +3,7 @@
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
 
@@ -34,7 +35,10 @@ absl::Status MatrixMulShape(InferenceContext* c) {
         (transpose_b ? " (transposed)" : ""), " contributes ",
         c->DebugString(inner_b));
   }
-  c->set_output(0, c->Matrix(rows, cols));
+  const ShapeHandle product = c->Matrix(rows, cols);
+  TF_RETURN_IF_ERROR(
+      shape_util::CheckNumElements(c, product, "MatrixMul: the product"));
+  c->set_output(0, product);
   return absl::OkStatus();
 }
 

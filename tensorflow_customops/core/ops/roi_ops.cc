@@ -7,6 +7,7 @@
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
 
@@ -50,7 +51,7 @@ absl::Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
   DimensionHandle pw = c->MakeDim(pooled_width);
   *out = nchw ? c->MakeShape({num_rois, channels, ph, pw})
               : c->MakeShape({num_rois, ph, pw, channels});
-  return absl::OkStatus();
+  return shape_util::CheckNumElements(c, *out, "pooled output");
 }
 
 absl::Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
@@ -87,6 +88,8 @@ absl::Status GradShape(InferenceContext* c, Family family,
   TF_RETURN_IF_ERROR(
       c->MakeShapeFromShapeTensor(features_shape_input, &features));
   TF_RETURN_IF_ERROR(c->WithRank(features, 4, &features));
+  TF_RETURN_IF_ERROR(
+      shape_util::CheckNumElements(c, features, "features_shape"));
   DimensionHandle num_rois;
   TF_RETURN_IF_ERROR(RoisNumRois(c, 1, &num_rois));
   bool nchw;

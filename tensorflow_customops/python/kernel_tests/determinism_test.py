@@ -1,7 +1,7 @@
-"""CPU kernels are parallel and still bitwise deterministic: forward and
-backward give the same bits for 1, 2 and 4 intra-op threads and across runs.
-Thread counts are fixed at TensorFlow start-up, so each count runs in its own
-process."""
+"""CPU kernels are parallel and still bitwise deterministic: every op's
+forward and backward give the same bits for 1, 2 and 4 intra-op threads and
+across runs. Thread counts are fixed at TensorFlow start-up, so each count
+runs in its own process. The cases (op_cases.py) cover every registered op."""
 
 import json
 import os
@@ -10,66 +10,103 @@ import sys
 
 import tensorflow as tf
 
-# Computes every op's forward and feature gradient on fixed inputs large
-# enough to be split across threads, and prints one digest per op.
+from tensorflow_customops.python.kernel_tests import op_cases
+
+# The one place for ops whose CPU results may differ across intra-op thread
+# counts, with the reason. Listing an op that turns out deterministic fails
+# the test, so an entry cannot outlive its reason.
+KNOWN_THREAD_COUNT_DEPENDENT = {
+    "CustomOps>MatrixMul": (
+        "Eigen's thread-pool tensor contraction picks its blocking, and so "
+        "the order of the inner-dimension sums, from the thread count"
+    ),
+}
+
+THREAD_COUNTS = (1, 2, 4)
+
+# Evaluates every case twice on seed-0 inputs and prints one digest per case.
 _CHILD = """
 import hashlib, json, sys
-import numpy as np
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
-import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests import op_cases
 
-def digest(fn, x):
-    digests = []
-    for _ in range(2):  # twice in one process, too
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = fn(x)
-        upstream = tf.reshape(tf.range(tf.size(y)) % 7, tf.shape(y))
-        g = tape.gradient(y, x, output_gradients=tf.cast(upstream, y.dtype))
-        data = y.numpy().tobytes() + g.numpy().tobytes()
-        digests.append(hashlib.sha256(data).hexdigest())
-    assert digests[0] == digests[1], digests
-    return digests[0]
-
-rng = np.random.default_rng(7)
-features = tf.constant(rng.normal(size=(2, 40, 40, 64)), tf.float32)
-boxes = rng.uniform(0, 40, size=(300, 4)).astype(np.float32)
-rois = np.concatenate(
-    [rng.integers(0, 2, (300, 1)).astype(np.float32),
-     np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1)
-out = {
-    "zero_out": digest(tfco.zero_out, tf.constant(rng.normal(size=(1024, 1031)))),
-    "roi_pool": digest(lambda x: tfco.roi_pool(x, rois, 4), features),
-    "roi_align": digest(
-        lambda x: tfco.roi_align(x, rois, 4, sampling_ratio=2, aligned=True),
-        features),
-    "roi_align_half": digest(
-        lambda x: tfco.roi_align(x, rois, 4), tf.cast(features, tf.float16)),
-    "ps_roi_pool": digest(lambda x: tfco.ps_roi_pool(x, rois, 4), features),
-    "ps_roi_align": digest(lambda x: tfco.ps_roi_align(x, rois, 4), features),
-}
+out = {}
+for case in op_cases.all_cases():
+    inputs = case.make_inputs(0)
+    digests = set()
+    for _ in range(2):
+        data = b"".join(t.numpy().tobytes() for t in op_cases.evaluate(case, inputs))
+        digests.add(hashlib.sha256(data).hexdigest())
+    assert len(digests) == 1, f"{case.name}: two runs in one process differ"
+    out[case.name] = digests.pop()
 print(json.dumps(out))
 """
 
 
+def _run_children():
+    """{threads: {case name: digest}}; the processes run side by side."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    children = {
+        threads: subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(threads)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for threads in THREAD_COUNTS
+    }
+    runs = {}
+    for threads, child in children.items():
+        stdout, stderr = child.communicate()
+        if child.returncode != 0:
+            raise AssertionError(f"{threads} threads: {stderr[-3000:]}")
+        runs[threads] = json.loads(stdout.strip().splitlines()[-1])
+    return runs
+
+
 class DeterminismTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ops_by_case = {
+            case.name: op_cases.ops_run_by(case) for case in op_cases.all_cases()
+        }
+
+    def test_every_registered_op_has_a_case(self):
+        covered = set().union(*self.ops_by_case.values())
+        self.assertEqual(
+            sorted(op_cases.registered_ops() - covered),
+            [],
+            "registered ops without a case in op_cases.all_cases()",
+        )
+
     def test_same_bits_for_every_thread_count(self):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-        runs = {}
-        for threads in (1, 2, 4):
-            result = subprocess.run(
-                [sys.executable, "-c", _CHILD, str(threads)],
-                capture_output=True,
-                text=True,
-                env=env,
+        runs = _run_children()
+        reference = runs[THREAD_COUNTS[0]]
+        self.assertCountEqual(reference, self.ops_by_case)
+        # case name -> the thread counts whose bits differ from 1 thread's
+        differing = {
+            name: [t for t in THREAD_COUNTS[1:] if runs[t][name] != digest]
+            for name, digest in reference.items()
+        }
+        for op, reason in KNOWN_THREAD_COUNT_DEPENDENT.items():
+            cases = [name for name, ops in self.ops_by_case.items() if op in ops]
+            self.assertNotEqual(cases, [], f"{op}: no case runs it")
+            self.assertTrue(
+                any(differing[name] for name in cases),
+                f"{op} now gives the same bits for every thread count: remove "
+                f"it from KNOWN_THREAD_COUNT_DEPENDENT ({reason})",
             )
-            self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-            runs[threads] = json.loads(result.stdout.strip().splitlines()[-1])
-        self.assertLen(runs[1], 6)
-        for op in runs[1]:
-            self.assertEqual(runs[2][op], runs[1][op], f"{op}: 1 vs 2 threads")
-            self.assertEqual(runs[4][op], runs[1][op], f"{op}: 1 vs 4 threads")
+        for name, ops in self.ops_by_case.items():
+            if ops & set(KNOWN_THREAD_COUNT_DEPENDENT):
+                continue
+            self.assertEqual(
+                differing[name],
+                [],
+                f"{name} (runs {sorted(ops)}): bits differ from 1 thread's",
+            )
 
 
 if __name__ == "__main__":
