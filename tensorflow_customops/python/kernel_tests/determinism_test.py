@@ -38,8 +38,12 @@ boxes = rng.uniform(0, 40, size=(300, 4)).astype(np.float32)
 rois = np.concatenate(
     [rng.integers(0, 2, (300, 1)).astype(np.float32),
      np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1)
+weights = tf.constant(rng.normal(size=(200, 700)), tf.float32)
 out = {
     "zero_out": digest(tfco.zero_out, tf.constant(rng.normal(size=(1024, 1031)))),
+    "matrix_mul": digest(
+        lambda x: tfco.matrix_mul(x, weights, transpose_b=True),
+        tf.constant(rng.normal(size=(300, 700)), tf.float32)),
     "roi_pool": digest(lambda x: tfco.roi_pool(x, rois, 4), features),
     "roi_align": digest(
         lambda x: tfco.roi_align(x, rois, 4, sampling_ratio=2, aligned=True),
@@ -66,7 +70,7 @@ class DeterminismTest(tf.test.TestCase):
             )
             self.assertEqual(result.returncode, 0, result.stderr[-3000:])
             runs[threads] = json.loads(result.stdout.strip().splitlines()[-1])
-        self.assertLen(runs[1], 6)
+        self.assertLen(runs[1], 7)
         for op in runs[1]:
             self.assertEqual(runs[2][op], runs[1][op], f"{op}: 1 vs 2 threads")
             self.assertEqual(runs[4][op], runs[1][op], f"{op}: 1 vs 4 threads")
