@@ -35,8 +35,8 @@ int64_t GemmWorkspaceSize(Isa isa, int64_t m, int64_t n, int64_t k);
 // bits depend on neither the thread count nor the ISA (AVX2 or AVX-512).
 // num_threads only shapes the split of c into tiles.
 void Gemm(Isa isa, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
-          int64_t k, const float* a, const float* b, float* c,
-          float* workspace, int num_threads, const ParallelFor& parallel_for);
+          int64_t k, const float* a, const float* b, float* c, float* workspace,
+          int num_threads, const ParallelFor& parallel_for);
 
 }  // namespace matrix_mul_cpu
 }  // namespace tensorflow

@@ -65,9 +65,9 @@ struct MatrixMul<CPUDevice, float> {
     float* workspace =
         isa == matrix_mul_cpu::Isa::kBaseline || k == 0
             ? nullptr
-            : static_cast<float*>(d.allocate(
-                  sizeof(float) *
-                  matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k)));
+            : static_cast<float*>(
+                  d.allocate(sizeof(float) *
+                             matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k)));
     if (workspace == nullptr) {
       EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
       return;
