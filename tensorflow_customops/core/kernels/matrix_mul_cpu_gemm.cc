@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -238,42 +239,48 @@ void GemmImpl(KernelFn kernel, bool transpose_a, bool transpose_b, int64_t m,
   const int64_t tiles_down = CeilDiv(row_panels, tile_rows);
   const int64_t tiles = tiles_down * CeilDiv(col_panels, tile_cols);
 
-  parallel_for(tiles, 2.0 * tile_rows * Mr * tile_cols * Nr * k / 32,
+  const auto compute_tile = [&](int64_t t, float* edge) {
+    const int64_t i0 = (t % tiles_down) * tile_rows;
+    const int64_t i1 = std::min(row_panels, i0 + tile_rows);
+    const int64_t j0 = (t / tiles_down) * tile_cols;
+    const int64_t j1 = std::min(col_panels, j0 + tile_cols);
+    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+      const int64_t kc = std::min(kKc, k - p0);
+      const bool accumulate = p0 > 0;
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* bp = packed_b + j * Nr * k + p0 * Nr;
+        const int64_t cols = std::min<int64_t>(Nr, n - j * Nr);
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* ap = packed_a + i * Mr * k + p0 * Mr;
+          const int64_t rows = std::min<int64_t>(Mr, m - i * Mr);
+          float* cp = c + i * Mr * n + j * Nr;
+          if (rows == Mr && cols == Nr) {
+            kernel(kc, ap, bp, cp, n, accumulate);
+            continue;
+          }
+          // Edge tile: the padded product goes to a buffer, then the valid
+          // part to c, with the same addition as the kernel's.
+          kernel(kc, ap, bp, edge, Nr, false);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t s = 0; s < cols; ++s) {
+              cp[r * n + s] = accumulate ? cp[r * n + s] + edge[r * Nr + s]
+                                         : edge[r * Nr + s];
+            }
+          }
+        }
+      }
+    }
+  };
+  // One task per thread, each taking tiles until none are left: on a busy
+  // machine a thread that starts late finds the work done instead of holding
+  // a fixed share of it.
+  std::atomic<int64_t> next_tile{0};
+  parallel_for(std::min<int64_t>(num_threads, tiles),
+               2.0 * m * n * k / 32 / num_threads,
                [&](int64_t begin, int64_t end) {
                  alignas(64) float edge[Mr * Nr];
-                 for (int64_t t = begin; t < end; ++t) {
-                   const int64_t i0 = (t % tiles_down) * tile_rows;
-                   const int64_t i1 = std::min(row_panels, i0 + tile_rows);
-                   const int64_t j0 = (t / tiles_down) * tile_cols;
-                   const int64_t j1 = std::min(col_panels, j0 + tile_cols);
-                   for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-                     const int64_t kc = std::min(kKc, k - p0);
-                     const bool accumulate = p0 > 0;
-                     for (int64_t j = j0; j < j1; ++j) {
-                       const float* bp = packed_b + j * Nr * k + p0 * Nr;
-                       const int64_t cols = std::min<int64_t>(Nr, n - j * Nr);
-                       for (int64_t i = i0; i < i1; ++i) {
-                         const float* ap = packed_a + i * Mr * k + p0 * Mr;
-                         const int64_t rows = std::min<int64_t>(Mr, m - i * Mr);
-                         float* cp = c + i * Mr * n + j * Nr;
-                         if (rows == Mr && cols == Nr) {
-                           kernel(kc, ap, bp, cp, n, accumulate);
-                           continue;
-                         }
-                         // Edge tile: the padded product goes to a buffer, then
-                         // the valid part to c, with the same addition as the
-                         // kernel's.
-                         kernel(kc, ap, bp, edge, Nr, false);
-                         for (int64_t r = 0; r < rows; ++r) {
-                           for (int64_t s = 0; s < cols; ++s) {
-                             cp[r * n + s] =
-                                 accumulate ? cp[r * n + s] + edge[r * Nr + s]
-                                            : edge[r * Nr + s];
-                           }
-                         }
-                       }
-                     }
-                   }
+                 for (int64_t t = next_tile++; t < tiles; t = next_tile++) {
+                   compute_tile(t, edge);
                  }
                });
 }
