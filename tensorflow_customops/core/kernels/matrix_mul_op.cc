@@ -7,11 +7,14 @@
 
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 
+#include <functional>
+
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/util/overflow.h"
+#include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
 
 namespace tensorflow {
 
@@ -20,23 +23,64 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace functor {
 
+// Contracts the inner dimension of op(a) with that of op(b); Eigen's
+// thread-pool contraction blocks and parallelises the work and never
+// materialises a transpose.
+template <typename T>
+void EigenMatrixMul(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
+                    typename TTypes<T>::ConstMatrix b, bool transpose_a,
+                    bool transpose_b, typename TTypes<T>::Matrix product) {
+  // Eigen leaves the output unwritten when the inner dimension is empty.
+  if (a.dimension(transpose_a ? 0 : 1) == 0) {
+    product.device(d) = product.constant(T(0));
+    return;
+  }
+  Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> inner;
+  inner[0] = Eigen::IndexPair<Eigen::DenseIndex>(transpose_a ? 0 : 1,
+                                                 transpose_b ? 1 : 0);
+  product.device(d) = a.contract(b, inner);
+}
+
 template <typename T>
 struct MatrixMul<CPUDevice, T> {
   void operator()(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
                   typename TTypes<T>::ConstMatrix b, bool transpose_a,
                   bool transpose_b, typename TTypes<T>::Matrix product) {
-    // Contract the inner dimension of op(a) with that of op(b); Eigen's
-    // thread-pool contraction blocks and parallelises the work and never
-    // materialises a transpose.
-    // Eigen leaves the output unwritten when the inner dimension is empty.
-    if (a.dimension(transpose_a ? 0 : 1) == 0) {
-      product.device(d) = product.constant(T(0));
+    EigenMatrixMul<T>(d, a, b, transpose_a, transpose_b, product);
+  }
+};
+
+// float32 runs the AVX-512 or AVX2 GEMM of matrix_mul_cpu_gemm.h where the CPU
+// has it (Eigen's contraction here is compiled for baseline x86-64), on the
+// same thread pool.
+template <>
+struct MatrixMul<CPUDevice, float> {
+  void operator()(const CPUDevice& d, TTypes<float>::ConstMatrix a,
+                  TTypes<float>::ConstMatrix b, bool transpose_a,
+                  bool transpose_b, TTypes<float>::Matrix product) {
+    const matrix_mul_cpu::Isa isa = matrix_mul_cpu::SelectedIsa();
+    const int64_t m = product.dimension(0);
+    const int64_t n = product.dimension(1);
+    const int64_t k = a.dimension(transpose_a ? 0 : 1);
+    // Packed copies of a and b; Eigen needs no such scratch.
+    float* workspace =
+        isa == matrix_mul_cpu::Isa::kBaseline || k == 0
+            ? nullptr
+            : static_cast<float*>(
+                  d.allocate(sizeof(float) *
+                             matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k)));
+    if (workspace == nullptr) {
+      EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
       return;
     }
-    Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> inner;
-    inner[0] = Eigen::IndexPair<Eigen::DenseIndex>(transpose_a ? 0 : 1,
-                                                   transpose_b ? 1 : 0);
-    product.device(d) = a.contract(b, inner);
+    matrix_mul_cpu::Gemm(
+        isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
+        product.data(), workspace, d.numThreads(),
+        [&d](int64_t units, double cost_per_unit,
+             const std::function<void(int64_t, int64_t)>& fn) {
+          d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit), fn);
+        });
+    d.deallocate(workspace);
   }
 };
 

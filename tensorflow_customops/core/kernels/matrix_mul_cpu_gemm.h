@@ -1,0 +1,44 @@
+// float32 matrix product for MatrixMul's CPU kernel: a packed, blocked GEMM
+// whose inner kernel is compiled for AVX-512 or AVX2+FMA and picked at run
+// time. Without those CPU features the caller keeps its Eigen contraction.
+
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_CPU_GEMM_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_CPU_GEMM_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace tensorflow {
+namespace matrix_mul_cpu {
+
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+
+// The best ISA this CPU supports, decided once per process. For tests, the
+// environment variable TFCO_MATMUL_ISA=baseline|avx2 (read at the first call)
+// lowers the choice; a request above what the CPU has is ignored.
+Isa SelectedIsa();
+
+// Runs fn over [0, units) split into ranges on some threads; cost_per_unit
+// is a rough count of cycles per unit.
+using ParallelFor = std::function<void(
+    int64_t units, double cost_per_unit,
+    const std::function<void(int64_t begin, int64_t end)>& fn)>;
+
+// Floats of scratch Gemm needs for these sizes with this ISA.
+int64_t GemmWorkspaceSize(Isa isa, int64_t m, int64_t n, int64_t k);
+
+// c = op(a) * op(b) for row-major, densely stored matrices: op(a) is m x k
+// (a is k x m when transpose_a), op(b) is k x n (b is n x k when
+// transpose_b), c is m x n; m, n, k >= 1 and isa is not kBaseline.
+// Each element of c is the sum, in order, of per-block sums over fixed
+// blocks of k, each accumulated in k order with fused multiply-adds, so the
+// bits depend on neither the thread count nor the ISA (AVX2 or AVX-512).
+// num_threads only shapes the split of c into tiles.
+void Gemm(Isa isa, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+          int64_t k, const float* a, const float* b, float* c, float* workspace,
+          int num_threads, const ParallelFor& parallel_for);
+
+}  // namespace matrix_mul_cpu
+}  // namespace tensorflow
+
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_CPU_GEMM_H_
