@@ -156,7 +156,7 @@ def run_case(op_defs, case):
     if static_shapes is not None:
         for i, (static, actual) in enumerate(zip(static_shapes, shapes)):
             if not static.is_compatible_with(actual):
-                detail = f"output {i}: shape function says {static}, kernel gave {actual}"
+                detail = f"output {i}: shape function {static}, kernel {actual}"
                 return {"outcome": "shape_mismatch", "detail": detail}
     return {"outcome": "result", "detail": str(shapes)[:300]}
 

@@ -50,7 +50,7 @@ class Profile:
 PROFILES = {
     # CI: every op, a few minutes in all on two cores.
     "quick": Profile(cases_per_op=250, seconds_per_op=20, case_timeout_s=60),
-    "long": Profile(cases_per_op=5000, seconds_per_op=600, case_timeout_s=120),
+    "long": Profile(cases_per_op=2000, seconds_per_op=300, case_timeout_s=120),
 }
 
 
