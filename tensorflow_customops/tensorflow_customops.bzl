@@ -25,6 +25,7 @@ load(
 
 _USING_CUDA = "//tensorflow_customops:using_cuda"
 _USING_ASAN = "//tensorflow_customops:using_asan"
+_USING_UBSAN = "//tensorflow_customops:using_ubsan"
 _OPT = "//tensorflow_customops:opt"
 _TF_HEADERS = "@local_config_tf//:tf_header_lib"
 _TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
@@ -55,11 +56,22 @@ _COPTS = _TF_ABI_COPTS + [
     "//conditions:default": [],
 }) + select({
     _USING_ASAN: ["-fsanitize=address", "-fno-omit-frame-pointer"],
+    # GCC leaves float-to-integer overflow out of -fsanitize=undefined; the
+    # RoI kernels convert box positions to integers, so it is checked too.
+    # GCC 12's null checks make absl's constant comparisons of function
+    # addresses with null non-constant, so TensorFlow's headers do not
+    # compile with them: those three checks are off.
+    _USING_UBSAN: [
+        "-fsanitize=undefined,float-cast-overflow",
+        "-fno-sanitize=null,nonnull-attribute,returns-nonnull-attribute",
+        "-fno-omit-frame-pointer",
+    ],
     "//conditions:default": [],
 })
 
-_ASAN_LINKOPTS = select({
+_SANITIZER_LINKOPTS = select({
     _USING_ASAN: ["-fsanitize=address"],
+    _USING_UBSAN: ["-fsanitize=undefined,float-cast-overflow"],
     "//conditions:default": [],
 })
 
@@ -168,7 +180,7 @@ def tfco_custom_op_library(name, deps, **kwargs):
             # this library must reach the runtime its kernels were built with.
             _USING_CUDA: ["-Wl,--exclude-libs,libcudart_static.a"],
             "//conditions:default": [],
-        }) + _ASAN_LINKOPTS,
+        }) + _SANITIZER_LINKOPTS,
         **kwargs
     )
 
@@ -182,7 +194,7 @@ def _framework_linked(rule, deps, **kwargs):
         linkopts = [
             "$(location %s)" % _TF_FRAMEWORK,
             "-Wl,-rpath," + TF_SHARED_LIBRARY_DIR,
-        ] + _ASAN_LINKOPTS,
+        ] + _SANITIZER_LINKOPTS,
         **kwargs
     )
 

@@ -88,9 +88,11 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
   return absl::OkStatus();
 }
 
-// Checks rois: float [K, 5], every coordinate finite, every batch index an
-// integer in [0, batch). Fills shape->num_rois.
-absl::Status ValidateRois(const Tensor& rois, RoiShape* shape) {
+// Checks rois: float [K, 5], every coordinate finite and, once scaled by
+// spatial_scale, within kMaxScaledCoordinate; every batch index an integer in
+// [0, batch). Fills shape->num_rois.
+absl::Status ValidateRois(const Tensor& rois, float spatial_scale,
+                          RoiShape* shape) {
   if (rois.dims() != 2 || rois.dim_size(1) != 5) {
     return errors::InvalidArgument(
         "rois must have shape [K, 5] with rows (batch_index, x1, y1, x2, y2), "
@@ -105,6 +107,18 @@ absl::Status ValidateRois(const Tensor& rois, RoiShape* shape) {
       if (!std::isfinite(roi[i])) {
         return errors::InvalidArgument("rois[", k, ", ", i,
                                        "] is not finite: ", roi[i]);
+      }
+    }
+    // Beyond the bound, box extents overflow float (NaN sample positions) and
+    // rounded or sampled positions overflow the integer types they are
+    // converted to, which is undefined behaviour.
+    for (int i = 1; i < 5; ++i) {
+      const double scaled = static_cast<double>(roi[i]) * spatial_scale;
+      if (std::abs(scaled) > kMaxScaledCoordinate) {
+        return errors::InvalidArgument(
+            "rois[", k, ", ", i, "] * spatial_scale = ", scaled,
+            " is outside [-2^30, 2^30], far off any feature map (check the "
+            "coordinates and spatial_scale)");
       }
     }
     const float index = roi[0];
@@ -228,7 +242,7 @@ absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
   const Tensor& rois = context->input(1);
   TF_RETURN_IF_ERROR(GetFeatureSizes(context->input(0).shape(), attrs,
                                      "features", &call->shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, &call->shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &call->shape));
   TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
   TensorShape pooled_shape;
   TF_RETURN_IF_ERROR(PooledShape(call->shape, attrs, &pooled_shape));
@@ -249,7 +263,7 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
       context->input(features_shape_input), &features_shape));
   TF_RETURN_IF_ERROR(
       GetFeatureSizes(features_shape, attrs, "features_shape", &call->shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, &call->shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &call->shape));
   TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
   TF_RETURN_IF_ERROR(CheckPooledGradShape(context->input(0).shape(),
                                           call->shape, attrs, "grads"));

@@ -38,6 +38,21 @@ constexpr int kMaxSamplingRatio = 64;
 constexpr int64_t kMaxSamplesPerBin =
     static_cast<int64_t>(kMaxSamplingRatio) * kMaxSamplingRatio;
 
+// Bound on box coordinates times spatial_scale (feature-map pixels), far
+// beyond any map (height * width < 2^31), so that box arithmetic stays finite
+// in float and every position converted to an integer fits it.
+constexpr double kMaxScaledCoordinate = 1 << 30;
+
+// The adaptive sampling grid for a bin `extent` pixels long. Clamped before
+// the conversion to int, which is undefined out of range (or for NaN); a
+// clamped grid is still above kMaxSamplesPerBin, so validation rejects it.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
+  const A grid = std::ceil(extent);
+  const A limit = static_cast<A>(kMaxSamplesPerBin + 1);
+  return static_cast<int>(grid < limit ? grid : limit);
+}
+
 // Element offsets of a 4-D tensor in NHWC or NCHW layout, as strides of the
 // logical (n, h, w, c) indices. Kernels index through this, so one code path
 // serves both layouts with the same arithmetic order, and so the same numbers.
@@ -159,12 +174,10 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
   }
   box.bin_h = roi_h / static_cast<A>(pooled_height);
   box.bin_w = roi_w / static_cast<A>(pooled_width);
-  box.grid_h = sampling_ratio > 0
-                   ? sampling_ratio
-                   : static_cast<int>(std::ceil(roi_h / pooled_height));
-  box.grid_w = sampling_ratio > 0
-                   ? sampling_ratio
-                   : static_cast<int>(std::ceil(roi_w / pooled_width));
+  box.grid_h = sampling_ratio > 0 ? sampling_ratio
+                                  : AdaptiveGrid<A>(roi_h / pooled_height);
+  box.grid_w = sampling_ratio > 0 ? sampling_ratio
+                                  : AdaptiveGrid<A>(roi_w / pooled_width);
   return box;
 }
 

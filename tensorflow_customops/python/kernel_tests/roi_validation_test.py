@@ -55,6 +55,34 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
         ):
             _call(op, _features(op), rois)
 
+    @parameterized.product(
+        op=util.OP_NAMES,
+        box_and_scale=[
+            ([0, 0, 0, 3e38, 3e38], 2.0),  # Finite, but overflows float once scaled.
+            ([0, -2e9, 1, 3, 3], 1.0),
+            ([0, 1, 1, 6e8, 3], 2.0),
+        ],
+    )
+    def test_scaled_coordinates_bound(self, op, box_and_scale):
+        # Found by fuzzing: such boxes made NaN or huge sample positions that
+        # were converted to integers (undefined behaviour) and used as offsets.
+        box, scale = box_and_scale
+        kwargs = {"sampling_ratio": 2} if op in util.SAMPLING else {}
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"rois\[1, \d\] \* spatial_scale = .* is outside \[-2\^30, 2\^30\]",
+        ):
+            rois = [[0, 1, 1, 3, 3], box]
+            _call(op, _features(op), rois, spatial_scale=scale, **kwargs)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_far_box_within_bound_runs(self, op):
+        # Off the map but within the bound: sampled as zeros, never garbage.
+        kwargs = {"sampling_ratio": 2} if op in util.SAMPLING else {}
+        rois = [[0, 1e9, 1e9, 1.07e9, 1.07e9], [1, -1e9, -1e9, -9e8, -9e8]]
+        pooled = _call(op, _features(op), rois, **kwargs)
+        self.assertAllEqual(pooled, tf.zeros_like(pooled))
+
     @parameterized.product(op=util.OP_NAMES, output_size=[0, -1, (2, 0), (3,)])
     def test_output_size_in_wrapper(self, op, output_size):
         with self.assertRaisesRegex(ValueError, r"output_size must be"):
@@ -221,6 +249,16 @@ class RoiGradValidationTest(tf.test.TestCase, parameterized.TestCase):
             tf.errors.InvalidArgumentError, r"batch index\) must be an integer"
         ):
             self._grad_op(name, grads, [[3, 0, 0, 3, 3]], shape, argmax)
+
+    @parameterized.parameters("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
+    def test_scaled_coordinates_bound_in_gradient(self, name):
+        grads, _, shape, argmax = self._args(name)
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"rois\[0, 3\] \* spatial_scale = .* is outside",
+        ):
+            rois = [[0, 0, 0, 3e38, 3]]
+            self._grad_op(name, grads, rois, shape, argmax, spatial_scale=2.0)
 
     @parameterized.parameters(-2, 25, 2**31 - 1)
     def test_roi_pool_argmax_bounds(self, bad):
