@@ -23,32 +23,104 @@ typedef Eigen::GpuDevice GPUDevice;
 namespace functor {
 namespace {
 
-// The unit of parallel work and of summation order. A fixed size, so that the
-// partial sums, and the order they are added in, never depend on how many
-// threads the pool has.
-constexpr int64_t kBlockSize = 1 << 14;
+// The elements of all the tensors, taken in order as one sequence, are cut
+// into chunks of kChunkSize (the last one shorter); a chunk can span many
+// small tensors. Chunks fix the summation order by the sizes alone, so sums
+// do not depend on the number of threads, and they keep per-task overhead low
+// where a model has hundreds of small tensors.
+constexpr int64_t kChunkSize = 1 << 14;
 
-struct Block {
+struct Piece {
   int tensor;
   int64_t begin;
   int64_t end;
 };
 
-template <typename T>
-std::vector<Block> MakeBlocks(const ConstFlatList<T>& t) {
-  std::vector<Block> blocks;
-  for (int i = 0; i < static_cast<int>(t.size()); ++i) {
-    for (int64_t begin = 0; begin < t[i].size(); begin += kBlockSize) {
-      blocks.push_back({i, begin, std::min(begin + kBlockSize, t[i].size())});
+class Chunks {
+ public:
+  // t: a ConstFlatList.
+  template <typename FlatList>
+  explicit Chunks(const FlatList& t) {
+    first_piece_.push_back(0);
+    int64_t filled = 0;
+    for (int i = 0; i < static_cast<int>(t.size()); ++i) {
+      for (int64_t begin = 0; begin < t[i].size();) {
+        if (filled == kChunkSize) {
+          first_piece_.push_back(pieces_.size());
+          filled = 0;
+        }
+        const int64_t end = std::min(t[i].size(), begin + kChunkSize - filled);
+        pieces_.push_back({i, begin, end});
+        filled += end - begin;
+        begin = end;
+      }
+    }
+    first_piece_.push_back(pieces_.size());
+  }
+
+  int64_t size() const { return first_piece_.size() - 1; }
+
+  // Sum over the pieces of `chunk`, in order, of piece_sum(piece).
+  template <typename PieceSum>
+  double Sum(int64_t chunk, PieceSum piece_sum) const {
+    double sum = 0;
+    ForEachPiece(chunk, [&](const Piece& piece) { sum += piece_sum(piece); });
+    return sum;
+  }
+
+  template <typename Fn>
+  void ForEachPiece(int64_t chunk, Fn fn) const {
+    for (int64_t k = first_piece_[chunk]; k < first_piece_[chunk + 1]; ++k) {
+      fn(pieces_[k]);
     }
   }
-  return blocks;
+
+ private:
+  std::vector<Piece> pieces_;
+  std::vector<int64_t> first_piece_;  // of each chunk, and one past the last
+};
+
+// Runs fn(chunk) for every chunk: one contiguous range of chunks per thread,
+// none for fewer than kMinChunksPerThread chunks, where waking the pool costs
+// more than the work. Within a range, chunks go forwards or, with `reverse`,
+// backwards. The second pass over the data runs in reverse, so that each
+// thread starts with the chunks it read last, which are likely still in its
+// cache (Eigen's parallelFor runs the first range on the calling thread both
+// times). Which thread runs a chunk never changes the result.
+constexpr int64_t kMinChunksPerThread = 4;
+
+template <typename T, typename Fn>
+void ForEachChunk(const CPUDevice& d, int64_t chunks, bool reverse, Fn fn) {
+  const auto run_range = [&](int64_t begin, int64_t end) {
+    if (reverse) {
+      for (int64_t c = end; c-- > begin;) fn(c);
+    } else {
+      for (int64_t c = begin; c < end; ++c) fn(c);
+    }
+  };
+  const int64_t ranges =
+      std::min<int64_t>(d.numThreads(), chunks / kMinChunksPerThread);
+  if (ranges <= 1) {
+    run_range(0, chunks);
+    return;
+  }
+  const double elements_per_range =
+      static_cast<double>(chunks) * kChunkSize / static_cast<double>(ranges);
+  d.parallelFor(
+      ranges,
+      Eigen::TensorOpCost(elements_per_range * sizeof(T),
+                          elements_per_range * sizeof(T), elements_per_range),
+      [&](Eigen::Index first, Eigen::Index last) {
+        for (Eigen::Index r = first; r < last; ++r) {
+          run_range(chunks * r / ranges, chunks * (r + 1) / ranges);
+        }
+      });
 }
 
 // Sum of term(j) over [0, n) in a fixed order: kLanes accumulators, so that
 // consecutive additions do not wait on each other and the loop vectorises,
 // added pairwise at the end.
-constexpr int kLanes = 8;
+constexpr int kLanes = 16;
 
 template <typename Term>
 inline double LaneSum(int64_t n, Term term) {
@@ -127,20 +199,7 @@ DEFINE_CLONED_LOOPS(double)
 #undef DEFINE_CLONED_LOOPS
 #undef TFCO_AVX2_CLONES
 
-// Runs fn(block, index) for every block on the thread pool.
-template <typename T, typename Fn>
-void ForEachBlock(const CPUDevice& d, const std::vector<Block>& blocks,
-                  double cycles_per_element, Fn fn) {
-  d.parallelFor(
-      static_cast<Eigen::Index>(blocks.size()),
-      Eigen::TensorOpCost(kBlockSize * sizeof(T), kBlockSize * sizeof(T),
-                          kBlockSize * cycles_per_element),
-      [&](Eigen::Index first, Eigen::Index last) {
-        for (Eigen::Index b = first; b < last; ++b) fn(blocks[b], b);
-      });
-}
-
-// Adds the per-block partial sums in block order.
+// Adds the per-chunk partial sums in chunk order.
 double OrderedSum(const std::vector<double>& partials) {
   double sum = 0;
   for (double p : partials) sum += p;
@@ -155,19 +214,23 @@ struct ClipByGlobalNorm<CPUDevice, T> {
                   T clip_norm, const FlatList<T>& clipped,
                   typename TTypes<T>::Scalar global_norm) {
     const CPUDevice& d = context->eigen_device<CPUDevice>();
-    const std::vector<Block> blocks = MakeBlocks<T>(t);
-    std::vector<double> partials(blocks.size());
-    ForEachBlock<T>(d, blocks, 2, [&](const Block& block, Eigen::Index b) {
-      partials[b] = SumOfSquares(t[block.tensor].data() + block.begin,
-                                 block.end - block.begin);
+    const Chunks chunks(t);
+    std::vector<double> partials(chunks.size());
+    ForEachChunk<T>(d, chunks.size(), false, [&](int64_t c) {
+      partials[c] = chunks.Sum(c, [&](const Piece& piece) {
+        return SumOfSquares(t[piece.tensor].data() + piece.begin,
+                            piece.end - piece.begin);
+      });
     });
     const T norm = static_cast<T>(std::sqrt(OrderedSum(partials)));
     global_norm() = norm;
     const T scale = ClipScale(norm, clip_norm);
-    ForEachBlock<T>(d, blocks, 1, [&](const Block& block, Eigen::Index) {
-      Scale(t[block.tensor].data() + block.begin, scale,
-            clipped[block.tensor].data() + block.begin,
-            block.end - block.begin);
+    ForEachChunk<T>(d, chunks.size(), true, [&](int64_t c) {
+      chunks.ForEachPiece(c, [&](const Piece& piece) {
+        Scale(t[piece.tensor].data() + piece.begin, scale,
+              clipped[piece.tensor].data() + piece.begin,
+              piece.end - piece.begin);
+      });
     });
   }
 };
@@ -180,23 +243,30 @@ struct ClipByGlobalNormGrad<CPUDevice, T> {
                   const FlatList<T>& dt,
                   typename TTypes<T>::Scalar dclip_norm) {
     const CPUDevice& d = context->eigen_device<CPUDevice>();
-    const std::vector<Block> blocks = MakeBlocks<T>(t);
-    std::vector<double> squares(blocks.size());
-    std::vector<double> dots(blocks.size());
-    ForEachBlock<T>(d, blocks, 4, [&](const Block& block, Eigen::Index b) {
-      const T* x = t[block.tensor].data() + block.begin;
-      const int64_t n = block.end - block.begin;
-      squares[b] = SumOfSquares(x, n);
-      dots[b] = Dot(x, dclipped[block.tensor].data() + block.begin, n);
+    const Chunks chunks(t);
+    std::vector<double> squares(chunks.size());
+    std::vector<double> dots(chunks.size());
+    ForEachChunk<T>(d, chunks.size(), false, [&](int64_t c) {
+      squares[c] = chunks.Sum(c, [&](const Piece& piece) {
+        return SumOfSquares(t[piece.tensor].data() + piece.begin,
+                            piece.end - piece.begin);
+      });
+      dots[c] = chunks.Sum(c, [&](const Piece& piece) {
+        return Dot(t[piece.tensor].data() + piece.begin,
+                   dclipped[piece.tensor].data() + piece.begin,
+                   piece.end - piece.begin);
+      });
     });
     const ClipGradCoefficients coef = ClipGrad(
         OrderedSum(squares), OrderedSum(dots), static_cast<double>(clip_norm),
         static_cast<double>(dglobal_norm()));
     dclip_norm() = static_cast<T>(coef.dclip_norm);
-    ForEachBlock<T>(d, blocks, 4, [&](const Block& block, Eigen::Index) {
-      Grad(dclipped[block.tensor].data() + block.begin, coef.scale,
-           t[block.tensor].data() + block.begin, coef.x_coef,
-           dt[block.tensor].data() + block.begin, block.end - block.begin);
+    ForEachChunk<T>(d, chunks.size(), true, [&](int64_t c) {
+      chunks.ForEachPiece(c, [&](const Piece& piece) {
+        Grad(dclipped[piece.tensor].data() + piece.begin, coef.scale,
+             t[piece.tensor].data() + piece.begin, coef.x_coef,
+             dt[piece.tensor].data() + piece.begin, piece.end - piece.begin);
+      });
     });
   }
 };

@@ -21,7 +21,7 @@ _SHAPE_LISTS = [
     [(2, 3), (4,), ()],
     [(0,), (5, 2), (2, 0, 3)],
     [(0,)],
-    [(40000,), (3, 7)],  # several fixed-size blocks in one tensor
+    [(40000,), (3, 7)],  # several fixed-size chunks in one tensor
 ]
 
 
@@ -54,6 +54,13 @@ class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
         rng = np.random.default_rng(5)
         shapes = [(int(rng.integers(0, 300)),) for _ in range(200)]
         self.assert_matches_tf(_tensors(shapes, dtype), 1.0, dtype)
+
+    @parameterized.product(dtype=_DTYPES, clip_norm=[0.5, 1e4])
+    def test_chunks_spanning_tensors(self, dtype, clip_norm):
+        # About 25 chunks, most spanning several tensors, run on the thread
+        # pool. Scaled down so that TensorFlow's float16 sum does not overflow.
+        shapes = [(1000 + 37 * i,) for i in range(120)] + [(0,), (3, 5)]
+        self.assert_matches_tf(_tensors(shapes, dtype, scale=0.1), clip_norm, dtype)
 
     @parameterized.parameters(
         [np.inf], [-np.inf], [np.nan], [np.inf, np.nan], [np.inf, -np.inf]
@@ -182,7 +189,8 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
 import tensorflow_customops as tfco
 rng = np.random.default_rng(3)
-t = [tf.constant(rng.normal(size=n), tf.float32) for n in (300000, 17, 70001, 1)]
+sizes = [300000, 17, 70001, 1] + list(range(1, 4000, 97))  # chunks span tensors
+t = [tf.constant(rng.normal(size=n), tf.float32) for n in sizes]
 clipped, norm = tfco.clip_by_global_norm(t, 1.0)
 with tf.GradientTape() as tape:
     tape.watch(t)

@@ -92,8 +92,9 @@ def _matrix_mul_case(transpose_a, transpose_b, dtype=tf.float32, m=128, k=4096, 
     )
 
 
-# --- ClipByGlobalNorm(+Grad): parallel over blocks of 2^14 elements; 20
-# tensors of up to 60000 elements give about 40 blocks.
+# --- ClipByGlobalNorm(+Grad): parallel over chunks of 2^14 elements of the
+# tensors taken as one sequence; 20 tensors of up to 60000 elements give about
+# 40 chunks.
 
 _CLIP_SIZES = [int(s) for s in _rng(3).integers(1, 60_000, size=20)]
 
