@@ -42,6 +42,10 @@ _TF_ABI_COPTS = [
 _COPTS = _TF_ABI_COPTS + [
     "-fPIC",
     "-Wall",
+    # GCC fuses a * b + c into one rounding wherever a function's target has
+    # FMA (target_clones, target attributes), even in ISO mode; kernels that
+    # pick their code by CPU at run time must round alike on every CPU.
+    "-ffp-contract=off",
     # TensorFlow's headers still use deprecated tsl::Status and tsl::mutex.
     "-Wno-deprecated-declarations",
 ] + select({

@@ -167,37 +167,41 @@ void Grad(const T* dy, double a, const T* x, double b, T* dx, int64_t n) {
 }
 
 // TensorFlow's compiler flags target baseline x86-64 (SSE2), where these
-// loops run several times slower than with AVX2. For float and double, GCC
-// compiles them twice, for AVX2 and for the baseline, and the loader picks
-// one by the CPU (target_clones). They have internal linkage, so no other
-// translation unit can end up with the AVX2 code. FMA is left out so that
-// both versions round alike and give the same bits.
+// loops run several times slower than with wider vectors. For float and
+// double, GCC compiles them for AVX-512, AVX2 and the baseline, and the loader
+// picks one by the CPU (target_clones). They have internal linkage, so no
+// other translation unit can end up with the AVX-512 or AVX2 code. Every
+// version does the same IEEE operations in the same order (-ffp-contract=off
+// in tensorflow_customops.bzl keeps GCC from fusing them into FMAs where the
+// target has them), so all give the same bits; clip_by_global_norm_op_test
+// checks the sum against an emulation of this order.
 #if defined(__x86_64__) && defined(__GNUC__)
-#define TFCO_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#define TFCO_SIMD_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
-#define TFCO_AVX2_CLONES
+#define TFCO_SIMD_CLONES
 #endif
 
 // Overloads for float and double, preferred to the templates, which they
 // instantiate and inline once per clone.
 #define DEFINE_CLONED_LOOPS(T)                                            \
-  TFCO_AVX2_CLONES double SumOfSquares(const T* x, int64_t n) {           \
+  TFCO_SIMD_CLONES double SumOfSquares(const T* x, int64_t n) {           \
     return SumOfSquares<T>(x, n);                                         \
   }                                                                       \
-  TFCO_AVX2_CLONES double Dot(const T* x, const T* y, int64_t n) {        \
+  TFCO_SIMD_CLONES double Dot(const T* x, const T* y, int64_t n) {        \
     return Dot<T>(x, y, n);                                               \
   }                                                                       \
-  TFCO_AVX2_CLONES void Scale(const T* x, T scale, T* y, int64_t n) {     \
+  TFCO_SIMD_CLONES void Scale(const T* x, T scale, T* y, int64_t n) {     \
     Scale<T>(x, scale, y, n);                                             \
   }                                                                       \
-  TFCO_AVX2_CLONES void Grad(const T* dy, double a, const T* x, double b, \
+  TFCO_SIMD_CLONES void Grad(const T* dy, double a, const T* x, double b, \
                              T* dx, int64_t n) {                          \
     Grad<T>(dy, a, x, b, dx, n);                                          \
   }
 DEFINE_CLONED_LOOPS(float)
 DEFINE_CLONED_LOOPS(double)
 #undef DEFINE_CLONED_LOOPS
-#undef TFCO_AVX2_CLONES
+#undef TFCO_SIMD_CLONES
 
 // Adds the per-chunk partial sums in chunk order.
 double OrderedSum(const std::vector<double>& partials) {

@@ -1,6 +1,6 @@
-"""Side-by-side timing for the benchmarks: each candidate is warmed up, then
-timed over repeated calls, and the median is reported with its ratio to the
-baseline."""
+"""Side-by-side timing for the benchmarks: the candidates and the baseline are
+warmed up, then called in turn, and each one's median time is reported with
+its ratio to the baseline."""
 
 import os
 import time
@@ -20,31 +20,37 @@ def describe_machine():
     )
 
 
-def median_seconds(fn, warmup=3, min_repeats=5, min_seconds=1.0):
-    """Median wall time of fn() over at least min_repeats calls and min_seconds.
+def median_seconds(fns, warmup=3, min_repeats=5, min_seconds=2.0):
+    """Median wall time of each function in fns, called in turn.
 
-    fn must return once its work is done: on CPU, eager ops and tf.function
-    calls are synchronous, and results are fetched with .numpy() where needed.
+    The calls alternate (each function once per round, for at least
+    min_repeats rounds and min_seconds), so that a slow spell of a shared
+    machine falls on all of them alike instead of on whichever was being timed
+    then. Each fn must return once its work is done: on CPU, eager ops and
+    tf.function calls are synchronous, and results are fetched with .numpy()
+    where needed.
     """
-    for _ in range(warmup):
-        fn()
-    times = []
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times = [[] for _ in fns]
     start = time.perf_counter()
-    while len(times) < min_repeats or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    while len(times[0]) < min_repeats or time.perf_counter() - start < min_seconds:
+        for fn, fn_times in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            fn_times.append(time.perf_counter() - t0)
+    return [float(np.median(fn_times)) for fn_times in times]
 
 
 def compare(title, baseline_name, baseline, candidates):
-    """Times baseline and each (name, fn) candidate; prints speed ratios
-    (baseline time / candidate time: above 1 means the candidate is faster)."""
-    base = median_seconds(baseline)
+    """Times baseline and each (name, fn) candidate, alternating calls; prints
+    speed ratios (baseline time / candidate time: above 1 means the candidate
+    is faster) and returns them by name."""
+    base, *others = median_seconds([baseline] + [fn for _, fn in candidates])
     print(f"{title}: {baseline_name} {base * 1e3:.3f} ms")
     ratios = {}
-    for name, fn in candidates:
-        seconds = median_seconds(fn)
+    for (name, _), seconds in zip(candidates, others):
         ratios[name] = base / seconds
         print(f"    {name} {seconds * 1e3:.3f} ms, speed {ratios[name]:.2f}x")
     return ratios

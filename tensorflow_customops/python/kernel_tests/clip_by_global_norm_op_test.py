@@ -30,6 +30,40 @@ def _tensors(shapes, dtype, seed=0, scale=1.0):
     return [tf.constant(rng.normal(size=s) * scale, dtype=dtype) for s in shapes]
 
 
+def _lane_sum(values):
+    """16 double lanes, each summed in element order; the tail goes to lane 0;
+    then lanes are added pairwise (l += l + 8, l += l + 4, ...)."""
+    lanes = np.zeros(16)
+    full = len(values) // 16 * 16
+    for row in values[:full].reshape(-1, 16):
+        lanes = lanes + row
+    for v in values[full:]:
+        lanes[0] += v
+    width = 8
+    while width:
+        lanes[:width] = lanes[:width] + lanes[width : 2 * width]
+        width //= 2
+    return lanes[0]
+
+
+def _documented_norm(t_list, chunk=1 << 14):
+    squares = [x**2 for x in t_list]
+    total = 0.0
+    chunk_sum, filled = 0.0, 0
+    for sq in squares:
+        begin = 0
+        while begin < len(sq):
+            if filled == chunk:
+                total += chunk_sum
+                chunk_sum, filled = 0.0, 0
+            end = min(len(sq), begin + chunk - filled)
+            chunk_sum += _lane_sum(sq[begin:end])
+            filled += end - begin
+            begin = end
+    total += chunk_sum
+    return np.sqrt(total)
+
+
 class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
     def assert_matches_tf(self, t_list, clip_norm, dtype):
         clipped, norm = tfco.clip_by_global_norm(t_list, clip_norm)
@@ -61,6 +95,25 @@ class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
         # pool. Scaled down so that TensorFlow's float16 sum does not overflow.
         shapes = [(1000 + 37 * i,) for i in range(120)] + [(0,), (3, 5)]
         self.assert_matches_tf(_tensors(shapes, dtype, scale=0.1), clip_norm, dtype)
+
+    def test_sum_order_is_the_same_on_every_cpu(self):
+        # The kernel picks AVX-512, AVX2 or baseline code by the CPU it runs
+        # on. Whichever runs, the global norm must have the bits of the one
+        # documented order (clip_by_global_norm_op.cc), emulated here in
+        # numpy: chunks of 2^14 elements of the tensors taken as one sequence;
+        # in each tensor's piece of a chunk, 16 double lanes summed in element
+        # order, then halved pairwise; pieces, then chunks, added in order.
+        rng = np.random.default_rng(11)
+        t_list = []
+        for n in [40000, 3, 0, 16385, 5000, 77, 20000]:
+            # float64 values near 1 and a few of 1e8: squares of 1e16 swallow
+            # the small ones unevenly, so any other order (8 lanes, chunks of
+            # 2^13, numpy's sum) gives other bits of the norm.
+            x = rng.uniform(0.5, 1.5, size=n)
+            x[rng.integers(0, max(n, 1), size=n // 500)] = 1e8
+            t_list.append(x)
+        _, norm = tfco.clip_by_global_norm(t_list, 1.0)
+        self.assertEqual(norm.numpy().tobytes(), _documented_norm(t_list).tobytes())
 
     @parameterized.parameters(
         [np.inf], [-np.inf], [np.nan], [np.inf, np.nan], [np.inf, -np.inf]
