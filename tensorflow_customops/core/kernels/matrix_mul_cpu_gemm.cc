@@ -16,6 +16,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <mutex>  // NOLINT(build/c++11)
+#include <utility>
 
 namespace tensorflow {
 namespace matrix_mul_cpu {
@@ -285,6 +288,21 @@ void GemmImpl(KernelFn kernel, bool transpose_a, bool transpose_b, int64_t m,
                });
 }
 
+// The slot Workspace returns buffers to. Never destroyed, so that a buffer
+// released during static destruction still finds it.
+struct CachedBuffer {
+  std::mutex mu;
+  float* data = nullptr;
+  int64_t capacity = 0;
+};
+
+CachedBuffer& Cache() {
+  static CachedBuffer* cache = new CachedBuffer;
+  return *cache;
+}
+
+constexpr int64_t kMaxCachedFloats = int64_t{1} << 26;  // 256 MB
+
 Isa DetectIsa() {
   __builtin_cpu_init();
   Isa best = Isa::kBaseline;
@@ -303,6 +321,37 @@ Isa DetectIsa() {
 }
 
 }  // namespace
+
+Workspace::Workspace(int64_t floats) {
+  // Sizes whose byte count would overflow get no buffer, like failed ones.
+  if (floats <= 0 || floats > std::numeric_limits<int64_t>::max() / 8) return;
+  CachedBuffer& cache = Cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (cache.data != nullptr && cache.capacity >= floats) {
+      std::swap(data_, cache.data);
+      std::swap(capacity_, cache.capacity);
+      return;
+    }
+  }
+  // aligned_alloc wants a multiple of the alignment.
+  const int64_t bytes = (floats * int64_t{sizeof(float)} + 63) / 64 * 64;
+  data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+  capacity_ = data_ == nullptr ? 0 : floats;
+}
+
+Workspace::~Workspace() {
+  if (data_ != nullptr && capacity_ <= kMaxCachedFloats) {
+    CachedBuffer& cache = Cache();
+    std::lock_guard<std::mutex> lock(cache.mu);
+    // Keep the larger of the two; free the other.
+    if (cache.capacity < capacity_) {
+      std::swap(data_, cache.data);
+      std::swap(capacity_, cache.capacity);
+    }
+  }
+  std::free(data_);
+}
 
 Isa SelectedIsa() {
   static const Isa isa = DetectIsa();

@@ -27,6 +27,27 @@ using ParallelFor = std::function<void(
 // Floats of scratch Gemm needs for these sizes with this ISA.
 int64_t GemmWorkspaceSize(Isa isa, int64_t m, int64_t n, int64_t k);
 
+// Scratch for Gemm, 64-byte aligned; data() is null if allocation failed.
+// A product needs (m + n) * k floats, 34 MB for 2048 x 2048 x 2048. The C
+// library serves allocations that large with fresh mmaps, whose page faults
+// took about 6% of such a product, so a released buffer goes back to one
+// process-wide slot, which keeps the largest buffer returned to it (up to
+// 256 MB) for the next call; a call that finds the slot empty or too small,
+// for example while another product runs, allocates its own.
+class Workspace {
+ public:
+  explicit Workspace(int64_t floats);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  float* data() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
 // c = op(a) * op(b) for row-major, densely stored matrices: op(a) is m x k
 // (a is k x m when transpose_a), op(b) is k x n (b is n x k when
 // transpose_b), c is m x n; m, n, k >= 1 and isa is not kBaseline.

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -191,6 +192,34 @@ void TestSameBitsEverywhere(const std::vector<Isa>& isas) {
   std::printf("same bits for every thread count and ISA: %d runs\n", runs);
 }
 
+// A released buffer is handed to the next product that fits in it; two
+// products at once get different buffers.
+void TestWorkspaceReuse() {
+  float* first;
+  {
+    Workspace workspace(1 << 20);
+    first = workspace.data();
+    CHECK(first != nullptr);
+    CHECK_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    first[(1 << 20) - 1] = 1.0f;  // the whole size is usable
+  }
+  {
+    Workspace smaller(1000);
+    CHECK_EQ(smaller.data(), first);
+    Workspace concurrent(1000);
+    CHECK(concurrent.data() != nullptr);
+    CHECK(concurrent.data() != first);
+  }
+  {
+    Workspace larger((1 << 20) + 1);
+    CHECK(larger.data() != nullptr);
+    larger.data()[1 << 20] = 1.0f;
+  }
+  CHECK(Workspace(-1).data() == nullptr);
+  CHECK(Workspace(std::numeric_limits<int64_t>::max()).data() == nullptr);
+  std::printf("workspace reuse: ok\n");
+}
+
 }  // namespace
 }  // namespace matrix_mul_cpu
 }  // namespace tensorflow
@@ -202,6 +231,7 @@ int main() {
     std::printf("SKIPPED: this CPU has neither AVX2+FMA nor AVX-512\n");
     return 0;
   }
+  TestWorkspaceReuse();
   TestExactOnIntegers(isas);
   TestSameBitsEverywhere(isas);
   std::printf("PASSED\n");

@@ -62,25 +62,24 @@ struct MatrixMul<CPUDevice, float> {
     const int64_t m = product.dimension(0);
     const int64_t n = product.dimension(1);
     const int64_t k = a.dimension(transpose_a ? 0 : 1);
+    if (isa == matrix_mul_cpu::Isa::kBaseline || k == 0) {
+      EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
+      return;
+    }
     // Packed copies of a and b; Eigen needs no such scratch.
-    float* workspace =
-        isa == matrix_mul_cpu::Isa::kBaseline || k == 0
-            ? nullptr
-            : static_cast<float*>(
-                  d.allocate(sizeof(float) *
-                             matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k)));
-    if (workspace == nullptr) {
+    const matrix_mul_cpu::Workspace workspace(
+        matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k));
+    if (workspace.data() == nullptr) {
       EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
       return;
     }
     matrix_mul_cpu::Gemm(
         isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
-        product.data(), workspace, d.numThreads(),
+        product.data(), workspace.data(), d.numThreads(),
         [&d](int64_t units, double cost_per_unit,
              const std::function<void(int64_t, int64_t)>& fn) {
           d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit), fn);
         });
-    d.deallocate(workspace);
   }
 };
 
