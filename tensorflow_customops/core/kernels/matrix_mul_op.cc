@@ -62,24 +62,23 @@ struct MatrixMul<CPUDevice, float> {
     const int64_t m = product.dimension(0);
     const int64_t n = product.dimension(1);
     const int64_t k = a.dimension(transpose_a ? 0 : 1);
-    if (isa == matrix_mul_cpu::Isa::kBaseline || k == 0) {
-      EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
-      return;
+    if (isa != matrix_mul_cpu::Isa::kBaseline && k > 0) {
+      // Packed copies of a and b; Eigen needs no such scratch.
+      const matrix_mul_cpu::Workspace workspace(
+          matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k));
+      if (workspace.data() != nullptr) {
+        matrix_mul_cpu::Gemm(
+            isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
+            product.data(), workspace.data(), d.numThreads(),
+            [&d](int64_t units, double cost_per_unit,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+              d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit),
+                            fn);
+            });
+        return;
+      }
     }
-    // Packed copies of a and b; Eigen needs no such scratch.
-    const matrix_mul_cpu::Workspace workspace(
-        matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k));
-    if (workspace.data() == nullptr) {
-      EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
-      return;
-    }
-    matrix_mul_cpu::Gemm(
-        isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
-        product.data(), workspace.data(), d.numThreads(),
-        [&d](int64_t units, double cost_per_unit,
-             const std::function<void(int64_t, int64_t)>& fn) {
-          d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit), fn);
-        });
+    EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
   }
 };
 
