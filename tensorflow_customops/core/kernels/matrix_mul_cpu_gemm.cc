@@ -27,8 +27,9 @@ namespace {
 // The inner dimension is summed in blocks of kKc, a constant shared by both
 // ISAs so that results do not depend on which one runs.
 constexpr int64_t kKc = 256;
-// Tile bounds: an A block (kMaxTileRows x kKc) stays in L2 and a B panel
-// (kKc x kNr) in L1 while the tile is computed.
+// Tile bounds. Within a tile, each Mr-row strip of A (Mr x kKc) stays in L1
+// while it meets every column panel of the tile's B block (kKc x
+// kMaxTileCols, 256 KB), which stays in L2 with the tile's rows of C.
 constexpr int64_t kMaxTileRows = 192;
 constexpr int64_t kMaxTileCols = 256;
 constexpr int64_t kSerialPackFloats = int64_t{1} << 18;
@@ -36,43 +37,53 @@ constexpr int64_t kSerialPackFloats = int64_t{1} << 18;
 // Micro-kernels for an Mr x Nr block: c[i, j] = (accumulate ? c[i, j] : 0) +
 // the sum over p < kc of a[p * Mr + i] * b[p * Nr + j], accumulated from zero
 // in p order with fused multiply-adds. a and b are packed (see PackA, PackB).
-constexpr int kAvx512Mr = 12;
-constexpr int kAvx512Nr = 32;
+// The AVX-512 block is 6 rows by 4 vectors: per step of p it loads 4 vectors
+// of b and broadcasts 6 values of a for 24 multiply-adds. Measured against 12
+// rows by 2 vectors (14 loads per 24 multiply-adds), it was 3 to 5% faster.
+constexpr int kAvx512Mr = 6;
+constexpr int kAvx512Vectors = 4;
+constexpr int kAvx512Nr = 16 * kAvx512Vectors;
 
 __attribute__((target("avx512f"))) void KernelAvx512(int64_t kc, const float* a,
                                                      const float* b, float* c,
                                                      int64_t ldc,
                                                      bool accumulate) {
-  __m512 acc[kAvx512Mr][2];
-#pragma GCC unroll 12
+  __m512 acc[kAvx512Mr][kAvx512Vectors];
+#pragma GCC unroll 6
   for (int i = 0; i < kAvx512Mr; ++i) {
-    // c is read or written only at the end; start fetching it now.
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
-    acc[i][0] = _mm512_setzero_ps();
-    acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int v = 0; v < kAvx512Vectors; ++v) {
+      // c is read or written only at the end; start fetching it now.
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v),
+                   _MM_HINT_T0);
+      acc[i][v] = _mm512_setzero_ps();
+    }
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-    const __m512 b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 12
+    __m512 bv[kAvx512Vectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kAvx512Vectors; ++v)
+      bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 6
     for (int i = 0; i < kAvx512Mr; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kAvx512Vectors; ++v) {
+        acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+      }
     }
     a += kAvx512Mr;
     b += kAvx512Nr;
   }
-#pragma GCC unroll 12
+#pragma GCC unroll 6
   for (int i = 0; i < kAvx512Mr; ++i) {
-    float* row = c + i * ldc;
-    if (accumulate) {
-      acc[i][0] = _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]);
-      acc[i][1] = _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]);
+#pragma GCC unroll 4
+    for (int v = 0; v < kAvx512Vectors; ++v) {
+      float* out = c + i * ldc + 16 * v;
+      if (accumulate)
+        acc[i][v] = _mm512_add_ps(_mm512_loadu_ps(out), acc[i][v]);
+      _mm512_storeu_ps(out, acc[i][v]);
     }
-    _mm512_storeu_ps(row, acc[i][0]);
-    _mm512_storeu_ps(row + 16, acc[i][1]);
   }
 }
 
@@ -250,12 +261,12 @@ void GemmImpl(KernelFn kernel, bool transpose_a, bool transpose_b, int64_t m,
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {
       const int64_t kc = std::min(kKc, k - p0);
       const bool accumulate = p0 > 0;
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* bp = packed_b + j * Nr * k + p0 * Nr;
-        const int64_t cols = std::min<int64_t>(Nr, n - j * Nr);
-        for (int64_t i = i0; i < i1; ++i) {
-          const float* ap = packed_a + i * Mr * k + p0 * Mr;
-          const int64_t rows = std::min<int64_t>(Mr, m - i * Mr);
+      for (int64_t i = i0; i < i1; ++i) {
+        const float* ap = packed_a + i * Mr * k + p0 * Mr;
+        const int64_t rows = std::min<int64_t>(Mr, m - i * Mr);
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* bp = packed_b + j * Nr * k + p0 * Nr;
+          const int64_t cols = std::min<int64_t>(Nr, n - j * Nr);
           float* cp = c + i * Mr * n + j * Nr;
           if (rows == Mr && cols == Nr) {
             kernel(kc, ap, bp, cp, n, accumulate);

@@ -120,10 +120,10 @@ std::vector<Isa> AvailableIsas() {
   return isas;
 }
 
-// Sizes around the micro-tile edges (6 and 12 rows, 16 and 32 columns) and
-// the k-block of 256; the largest pack on several threads.
-const int64_t kRows[] = {1, 5, 6, 12, 13, 37, 300};
-const int64_t kCols[] = {1, 15, 16, 32, 33, 70, 300};
+// Sizes around the micro-tile edges (6 rows; 16 columns for AVX2, 64 for
+// AVX-512) and the k-block of 256; the largest pack on several threads.
+const int64_t kRows[] = {1, 5, 6, 7, 13, 37, 300};
+const int64_t kCols[] = {1, 15, 16, 17, 63, 64, 65, 300};
 const int64_t kInner[] = {1, 7, 255, 256, 257, 600};
 
 // Small integers make every partial sum exact in float, so any order of
