@@ -2,11 +2,12 @@
 // library is built for baseline x86-64, and compiling a whole file with
 // -mavx512f would also compile every inline function and template it uses
 // (Eigen, std::) with AVX-512; the linker keeps one copy of each, so other
-// files could end up calling AVX-512 code on CPUs without it. Only the two
-// micro-kernels below carry target(...) attributes, they live in an anonymous
-// namespace (internal linkage, no symbol another file can bind to) and call
-// nothing but the always-inline intrinsics of <immintrin.h>. Everything else
-// in this file is baseline code.
+// files could end up calling AVX-512 code on CPUs without it. Only the inner
+// loops below carry target(...) attributes (the micro-kernels of the packed
+// product and the loops of the two direct paths, one of each per ISA); they
+// live in an anonymous namespace (internal linkage, no symbol another file
+// can bind to) and call nothing but the always-inline intrinsics of
+// <immintrin.h>. Everything else in this file is baseline code.
 
 #include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
 
@@ -25,8 +26,8 @@ namespace matrix_mul_cpu {
 namespace {
 
 // The inner dimension is summed in blocks of kKc, a constant shared by both
-// ISAs so that results do not depend on which one runs.
-constexpr int64_t kKc = 256;
+// ISAs and all paths so that results do not depend on which one runs.
+constexpr int64_t kKc = kGemmBlockK;
 // Tile bounds. Within a tile, each Mr-row strip of A (Mr x kKc) stays in L1
 // while it meets every column panel of the tile's B block (kKc x
 // kMaxTileCols, 256 KB), which stays in L2 with the tile's rows of C.
@@ -127,6 +128,207 @@ __attribute__((target("avx2,fma"))) void KernelAvx2(int64_t kc, const float* a,
   }
 }
 
+// Products with few rows whose op(b) is stored row by row (a vector times a
+// matrix, a small batch through a dense layer) read b where it lies instead
+// of packing it: packing would copy all of b, which each row block then
+// reads once, so it tripled the memory traffic. Each unit of work is a run
+// of up to kStreamCols columns of c; for every p it reads that run of row p
+// of b (contiguous) and adds a(i, p) times it into per-row sums, which stay
+// in L1. Sums follow the packed kernels' order exactly: per k-block of kKc,
+// from zero in p order with fused multiply-adds, then added to c.
+constexpr int64_t kMaxStreamRows = 8;
+constexpr int64_t kStreamCols = 512;
+
+// Sums over p < kc of a[i * a_row + p * a_step] * b[p * ldb + j] for i < rows
+// and j < cols, into sums (row stride kStreamCols), which start at zero.
+__attribute__((target("avx512f"))) void StreamRowsAvx512(
+    int64_t rows, int64_t cols, int64_t kc, const float* a, int64_t a_row,
+    int64_t a_step, const float* b, int64_t ldb, float* sums) {
+  const int64_t full = cols / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (cols - full)) - 1);
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* b_row = b + p * ldb;
+    for (int64_t i = 0; i < rows; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i * a_row + p * a_step]);
+      float* row_sums = sums + i * kStreamCols;
+      int64_t j = 0;
+      for (; j < full; j += 16) {
+        _mm512_storeu_ps(row_sums + j,
+                         _mm512_fmadd_ps(ai, _mm512_loadu_ps(b_row + j),
+                                         _mm512_loadu_ps(row_sums + j)));
+      }
+      if (tail != 0) {
+        _mm512_mask_storeu_ps(
+            row_sums + j, tail,
+            _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(tail, b_row + j),
+                            _mm512_maskz_loadu_ps(tail, row_sums + j)));
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void StreamRowsAvx2(
+    int64_t rows, int64_t cols, int64_t kc, const float* a, int64_t a_row,
+    int64_t a_step, const float* b, int64_t ldb, float* sums) {
+  const int64_t full = cols / 8 * 8;
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* b_row = b + p * ldb;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float a_ip = a[i * a_row + p * a_step];
+      const __m256 ai = _mm256_set1_ps(a_ip);
+      float* row_sums = sums + i * kStreamCols;
+      int64_t j = 0;
+      for (; j < full; j += 8) {
+        _mm256_storeu_ps(row_sums + j,
+                         _mm256_fmadd_ps(ai, _mm256_loadu_ps(b_row + j),
+                                         _mm256_loadu_ps(row_sums + j)));
+      }
+      for (; j < cols; ++j) {
+        row_sums[j] = _mm_cvtss_f32(_mm_fmadd_ss(
+            _mm_set_ss(a_ip), _mm_set_ss(b_row[j]), _mm_set_ss(row_sums[j])));
+      }
+    }
+  }
+}
+
+using StreamRowsFn = void (*)(int64_t rows, int64_t cols, int64_t kc,
+                              const float* a, int64_t a_row, int64_t a_step,
+                              const float* b, int64_t ldb, float* sums);
+
+// Products with few columns whose op(a) is stored row by row (a matrix times
+// a vector or a few) read a where it lies too. They take 16 rows of a at a
+// time (8 with AVX2) and transpose each 16 x 16 block in registers, so that
+// one vector holds column p of the block and each row's sum still runs in p
+// order, as in the packed kernels.
+constexpr int64_t kMaxFewCols = 16;
+constexpr int64_t kFewColsPerPass = 8;
+constexpr int64_t kAvx512RowBlock = 16;
+constexpr int64_t kAvx2RowBlock = 8;
+
+// For i < rows (at most the ISA's row block) and j < n (at most
+// kFewColsPerPass): sums[j * row block + i] = the sum over p < kc of
+// a[i * lda + p] * b[p * b_step + j * b_col], from zero in p order with fused
+// multiply-adds.
+__attribute__((target("avx512f"))) void FewColsAvx512(
+    int64_t rows, int64_t n, int64_t kc, const float* a, int64_t lda,
+    const float* b, int64_t b_step, int64_t b_col, float* sums) {
+  constexpr __mmask16 kAll16 = 0xffff;
+  constexpr __mmask8 kAll8 = 0xff;
+  __m512 acc[kFewColsPerPass];
+#pragma GCC unroll 8
+  for (int j = 0; j < kFewColsPerPass; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p += 16) {
+    const int64_t width = kc - p < 16 ? kc - p : 16;
+    const __mmask16 mask = static_cast<__mmask16>((1u << width) - 1);
+    __m512 r[16];
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) {
+      r[q] = q < rows ? _mm512_maskz_loadu_ps(mask, a + q * lda + p)
+                      : _mm512_setzero_ps();
+    }
+    // Transpose: afterwards r[q] holds element p + q of each row. (The
+    // zero-masking forms with full masks are the plain instructions; GCC 12
+    // warns about the undefined register inside the unmasked ones.)
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      t[2 * q] = _mm512_maskz_unpacklo_ps(kAll16, r[2 * q], r[2 * q + 1]);
+      t[2 * q + 1] = _mm512_maskz_unpackhi_ps(kAll16, r[2 * q], r[2 * q + 1]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const __m512d t0 = _mm512_castps_pd(t[4 * q]);
+      const __m512d t1 = _mm512_castps_pd(t[4 * q + 1]);
+      const __m512d t2 = _mm512_castps_pd(t[4 * q + 2]);
+      const __m512d t3 = _mm512_castps_pd(t[4 * q + 3]);
+      r[4 * q] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll8, t0, t2));
+      r[4 * q + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll8, t0, t2));
+      r[4 * q + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll8, t1, t3));
+      r[4 * q + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll8, t1, t3));
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      const int lo = q / 4 * 8 + q % 4;
+      t[lo] = _mm512_maskz_shuffle_f32x4(kAll16, r[lo], r[lo + 4], 0x88);
+      t[lo + 4] = _mm512_maskz_shuffle_f32x4(kAll16, r[lo], r[lo + 4], 0xdd);
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      r[q] = _mm512_maskz_shuffle_f32x4(kAll16, t[q], t[q + 8], 0x88);
+      r[q + 8] = _mm512_maskz_shuffle_f32x4(kAll16, t[q], t[q + 8], 0xdd);
+    }
+    for (int64_t q = 0; q < width; ++q) {
+      const float* b_p = b + (p + q) * b_step;
+#pragma GCC unroll 8
+      for (int j = 0; j < kFewColsPerPass; ++j) {
+        if (j < n) {
+          acc[j] =
+              _mm512_fmadd_ps(r[q], _mm512_set1_ps(b_p[j * b_col]), acc[j]);
+        }
+      }
+    }
+  }
+  for (int j = 0; j < n; ++j) {
+    _mm512_storeu_ps(sums + j * kAvx512RowBlock, acc[j]);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void FewColsAvx2(
+    int64_t rows, int64_t n, int64_t kc, const float* a, int64_t lda,
+    const float* b, int64_t b_step, int64_t b_col, float* sums) {
+  __m256 acc[kFewColsPerPass];
+#pragma GCC unroll 8
+  for (int j = 0; j < kFewColsPerPass; ++j) acc[j] = _mm256_setzero_ps();
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t p = 0; p < kc; p += 8) {
+    const int64_t width = kc - p < 8 ? kc - p : 8;
+    const __m256i mask =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(width)), lane);
+    __m256 r[8];
+    __m256 t[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      r[q] = q < rows ? _mm256_maskload_ps(a + q * lda + p, mask)
+                      : _mm256_setzero_ps();
+    }
+    // Transpose: afterwards t[q] holds element p + q of each row.
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      t[2 * q] = _mm256_unpacklo_ps(r[2 * q], r[2 * q + 1]);
+      t[2 * q + 1] = _mm256_unpackhi_ps(r[2 * q], r[2 * q + 1]);
+    }
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      r[4 * q] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
+      r[4 * q + 1] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0xee);
+      r[4 * q + 2] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
+      r[4 * q + 3] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      t[q] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x20);
+      t[q + 4] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x31);
+    }
+    for (int64_t q = 0; q < width; ++q) {
+      const float* b_p = b + (p + q) * b_step;
+#pragma GCC unroll 8
+      for (int j = 0; j < kFewColsPerPass; ++j) {
+        if (j < n) {
+          acc[j] =
+              _mm256_fmadd_ps(t[q], _mm256_set1_ps(b_p[j * b_col]), acc[j]);
+        }
+      }
+    }
+  }
+  for (int j = 0; j < n; ++j) {
+    _mm256_storeu_ps(sums + j * kAvx2RowBlock, acc[j]);
+  }
+}
+
+using FewColsFn = void (*)(int64_t rows, int64_t n, int64_t kc, const float* a,
+                           int64_t lda, const float* b, int64_t b_step,
+                           int64_t b_col, float* sums);
+
 using KernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
                           int64_t ldc, bool accumulate);
 
@@ -150,34 +352,40 @@ void PackRuns(const float* src, int64_t ld, int64_t width, int64_t k,
 }
 
 // dst[p * W + i] = src[i * ld + p]: a transpose, done in 4 x 4 SSE blocks
-// (baseline x86-64) with scalar edges.
+// (baseline x86-64) with scalar edges. Four groups at a time are filled
+// whole, so dst is written in order while the `width` rows of src are read
+// side by side (a few KB, which stay in L1); going down one row at a time
+// instead scattered 16-byte writes over the whole strip, which cost 3 to 4
+// times the product itself for a matrix times a vector.
 template <int W>
 void PackTransposed(const float* src, int64_t ld, int64_t width, int64_t k,
                     float* dst) {
-  int64_t i = 0;
-  for (; i + 4 <= width; i += 4) {
-    const float* s = src + i * ld;
-    int64_t p = 0;
-    for (; p + 4 <= k; p += 4) {
-      __m128 r0 = _mm_loadu_ps(s + p);
-      __m128 r1 = _mm_loadu_ps(s + ld + p);
-      __m128 r2 = _mm_loadu_ps(s + 2 * ld + p);
-      __m128 r3 = _mm_loadu_ps(s + 3 * ld + p);
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    float* out = dst + p * W;
+    int64_t i = 0;
+    for (; i + 4 <= width; i += 4) {
+      const float* s = src + i * ld + p;
+      __m128 r0 = _mm_loadu_ps(s);
+      __m128 r1 = _mm_loadu_ps(s + ld);
+      __m128 r2 = _mm_loadu_ps(s + 2 * ld);
+      __m128 r3 = _mm_loadu_ps(s + 3 * ld);
       _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      _mm_storeu_ps(dst + p * W + i, r0);
-      _mm_storeu_ps(dst + (p + 1) * W + i, r1);
-      _mm_storeu_ps(dst + (p + 2) * W + i, r2);
-      _mm_storeu_ps(dst + (p + 3) * W + i, r3);
+      _mm_storeu_ps(out + i, r0);
+      _mm_storeu_ps(out + W + i, r1);
+      _mm_storeu_ps(out + 2 * W + i, r2);
+      _mm_storeu_ps(out + 3 * W + i, r3);
     }
-    for (; p < k; ++p) {
-      for (int64_t q = 0; q < 4; ++q) dst[p * W + i + q] = s[q * ld + p];
+    for (; i < W; ++i) {
+      for (int64_t q = 0; q < 4; ++q) {
+        out[q * W + i] = i < width ? src[i * ld + p + q] : 0.0f;
+      }
     }
   }
-  for (; i < width; ++i) {
-    for (int64_t p = 0; p < k; ++p) dst[p * W + i] = src[i * ld + p];
-  }
-  for (; i < W; ++i) {
-    for (int64_t p = 0; p < k; ++p) dst[p * W + i] = 0.0f;
+  for (; p < k; ++p) {
+    for (int64_t i = 0; i < W; ++i) {
+      dst[p * W + i] = i < width ? src[i * ld + p] : 0.0f;
+    }
   }
 }
 
@@ -299,6 +507,84 @@ void GemmImpl(KernelFn kernel, bool transpose_a, bool transpose_b, int64_t m,
                });
 }
 
+// Where the direct paths below write element (i, j) of their product:
+// c[i * row + j * col]. A transposed product is written straight into c.
+struct OutputStrides {
+  int64_t row;
+  int64_t col;
+};
+
+// Adds a k-block's sums into c: the first block's sums are c.
+inline void AddBlock(bool first_block, float sum, float* out) {
+  *out = first_block ? sum : *out + sum;
+}
+
+// op(a) * b for m <= kMaxStreamRows, b stored k x n.
+void GemmStreamRows(StreamRowsFn stream_rows, bool transpose_a, int64_t m,
+                    int64_t n, int64_t k, const float* a, const float* b,
+                    float* c, OutputStrides out,
+                    const ParallelFor& parallel_for) {
+  // a(i, p) = a[i * a_row + p * a_step].
+  const int64_t a_row = transpose_a ? 1 : k;
+  const int64_t a_step = transpose_a ? m : 1;
+  parallel_for(CeilDiv(n, kStreamCols), 2.0 * m * k * kStreamCols,
+               [&](int64_t begin, int64_t end) {
+                 alignas(64) float sums[kMaxStreamRows * kStreamCols];
+                 for (int64_t unit = begin; unit < end; ++unit) {
+                   const int64_t j0 = unit * kStreamCols;
+                   const int64_t cols = std::min(kStreamCols, n - j0);
+                   for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+                     for (int64_t i = 0; i < m; ++i) {
+                       std::fill(sums + i * kStreamCols,
+                                 sums + i * kStreamCols + cols, 0.0f);
+                     }
+                     stream_rows(m, cols, std::min(kKc, k - p0),
+                                 a + p0 * a_step, a_row, a_step,
+                                 b + p0 * n + j0, n, sums);
+                     for (int64_t i = 0; i < m; ++i) {
+                       for (int64_t j = 0; j < cols; ++j) {
+                         AddBlock(p0 == 0, sums[i * kStreamCols + j],
+                                  c + i * out.row + (j0 + j) * out.col);
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// a * op(b) for n <= kMaxFewCols, a stored m x k. Columns are taken
+// kFewColsPerPass at a time; the block of a stays in L1 between passes.
+void GemmFewCols(FewColsFn few_cols, int64_t row_block, bool transpose_b,
+                 int64_t m, int64_t n, int64_t k, const float* a,
+                 const float* b, float* c, OutputStrides out,
+                 const ParallelFor& parallel_for) {
+  // op(b)(p, j) = b[p * b_step + j * b_col].
+  const int64_t b_step = transpose_b ? 1 : n;
+  const int64_t b_col = transpose_b ? k : 1;
+  parallel_for(
+      CeilDiv(m, row_block), 2.0 * row_block * n * k,
+      [&](int64_t begin, int64_t end) {
+        alignas(64) float sums[kFewColsPerPass * kAvx512RowBlock];
+        for (int64_t unit = begin; unit < end; ++unit) {
+          const int64_t i0 = unit * row_block;
+          const int64_t rows = std::min(row_block, m - i0);
+          for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+            for (int64_t j0 = 0; j0 < n; j0 += kFewColsPerPass) {
+              const int64_t cols = std::min(kFewColsPerPass, n - j0);
+              few_cols(rows, cols, std::min(kKc, k - p0), a + i0 * k + p0, k,
+                       b + p0 * b_step + j0 * b_col, b_step, b_col, sums);
+              for (int64_t i = 0; i < rows; ++i) {
+                for (int64_t j = 0; j < cols; ++j) {
+                  AddBlock(p0 == 0, sums[j * row_block + i],
+                           c + (i0 + i) * out.row + (j0 + j) * out.col);
+                }
+              }
+            }
+          }
+        }
+      });
+}
+
 // The slot Workspace returns buffers to. Never destroyed, so that a buffer
 // released during static destruction still finds it.
 struct CachedBuffer {
@@ -329,6 +615,92 @@ Isa DetectIsa() {
   if (std::strcmp(requested, "baseline") == 0) return Isa::kBaseline;
   if (std::strcmp(requested, "avx2") == 0 && avx2) return Isa::kAvx2;
   return best;
+}
+
+// The micro-kernel's block of c: rows x cols.
+struct BlockShape {
+  int64_t rows;
+  int64_t cols;
+};
+
+BlockShape KernelBlock(Isa isa) {
+  return isa == Isa::kAvx512 ? BlockShape{kAvx512Mr, kAvx512Nr}
+                             : BlockShape{kAvx2Mr, kAvx2Nr};
+}
+
+// Floats of packed a and b for an m x n product over k.
+int64_t PackedSize(BlockShape block, int64_t m, int64_t n, int64_t k) {
+  return (CeilDiv(m, block.rows) * block.rows +
+          CeilDiv(n, block.cols) * block.cols) *
+         k;
+}
+
+// A product with few columns and more rows would leave most of each block's
+// columns (64 with AVX-512) as padding, computed and thrown away; its
+// transpose has few rows instead, where blocks are 6 high. Each element of c
+// is then the same products summed in the same order, so the bits are the
+// same either way. Transposed where that saves a quarter of the padded work
+// or more.
+bool ComputeTransposed(BlockShape block, int64_t m, int64_t n) {
+  const auto padded = [&](int64_t rows, int64_t cols) {
+    return CeilDiv(rows, block.rows) * block.rows * CeilDiv(cols, block.cols) *
+           block.cols;
+  };
+  return 4 * padded(n, m) <= 3 * padded(m, n);
+}
+
+// Runs the product on a direct path if one fits it (see kMaxStreamRows and
+// kMaxFewCols); false if none does.
+bool GemmDirect(Isa isa, bool transpose_a, bool transpose_b, int64_t m,
+                int64_t n, int64_t k, const float* a, const float* b, float* c,
+                OutputStrides out, const ParallelFor& parallel_for) {
+  const bool avx512 = isa == Isa::kAvx512;
+  if (m <= kMaxStreamRows && !transpose_b) {
+    GemmStreamRows(avx512 ? StreamRowsAvx512 : StreamRowsAvx2, transpose_a, m,
+                   n, k, a, b, c, out, parallel_for);
+    return true;
+  }
+  if (n <= kMaxFewCols && !transpose_a) {
+    GemmFewCols(avx512 ? FewColsAvx512 : FewColsAvx2,
+                avx512 ? kAvx512RowBlock : kAvx2RowBlock, transpose_b, m, n, k,
+                a, b, c, out, parallel_for);
+    return true;
+  }
+  return false;
+}
+
+bool HasDirectPath(bool transpose_a, bool transpose_b, int64_t m, int64_t n) {
+  return (m <= kMaxStreamRows && !transpose_b) ||
+         (n <= kMaxFewCols && !transpose_a);
+}
+
+// How Gemm computes a product: directly, directly as its transpose
+// c^T = op(b)^T op(a)^T (where op(b) stored as it is suits a direct path),
+// packed, or packed as its transpose.
+enum class Plan { kDirect, kDirectTransposed, kPacked, kPackedTransposed };
+
+Plan ChoosePlan(BlockShape block, bool transpose_a, bool transpose_b, int64_t m,
+                int64_t n) {
+  if (HasDirectPath(transpose_a, transpose_b, m, n)) return Plan::kDirect;
+  if (HasDirectPath(!transpose_b, !transpose_a, n, m)) {
+    return Plan::kDirectTransposed;
+  }
+  return ComputeTransposed(block, m, n) ? Plan::kPackedTransposed
+                                        : Plan::kPacked;
+}
+
+void GemmPacked(Isa isa, bool transpose_a, bool transpose_b, int64_t m,
+                int64_t n, int64_t k, const float* a, const float* b, float* c,
+                float* workspace, int num_threads,
+                const ParallelFor& parallel_for) {
+  if (isa == Isa::kAvx512) {
+    GemmImpl<kAvx512Mr, kAvx512Nr>(KernelAvx512, transpose_a, transpose_b, m, n,
+                                   k, a, b, c, workspace, num_threads,
+                                   parallel_for);
+  } else {
+    GemmImpl<kAvx2Mr, kAvx2Nr>(KernelAvx2, transpose_a, transpose_b, m, n, k, a,
+                               b, c, workspace, num_threads, parallel_for);
+  }
 }
 
 }  // namespace
@@ -369,22 +741,48 @@ Isa SelectedIsa() {
   return isa;
 }
 
-int64_t GemmWorkspaceSize(Isa isa, int64_t m, int64_t n, int64_t k) {
-  const int64_t mr = isa == Isa::kAvx512 ? kAvx512Mr : kAvx2Mr;
-  const int64_t nr = isa == Isa::kAvx512 ? kAvx512Nr : kAvx2Nr;
-  return (CeilDiv(m, mr) * mr + CeilDiv(n, nr) * nr) * k;
+int64_t GemmWorkspaceSize(Isa isa, bool transpose_a, bool transpose_b,
+                          int64_t m, int64_t n, int64_t k) {
+  const BlockShape block = KernelBlock(isa);
+  switch (ChoosePlan(block, transpose_a, transpose_b, m, n)) {
+    case Plan::kDirect:
+    case Plan::kDirectTransposed:
+      return 0;
+    case Plan::kPacked:
+      return PackedSize(block, m, n, k);
+    case Plan::kPackedTransposed:
+      return PackedSize(block, n, m, k) + m * n;
+  }
+  return 0;
 }
 
 void Gemm(Isa isa, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
           int64_t k, const float* a, const float* b, float* c, float* workspace,
           int num_threads, const ParallelFor& parallel_for) {
-  if (isa == Isa::kAvx512) {
-    GemmImpl<kAvx512Mr, kAvx512Nr>(KernelAvx512, transpose_a, transpose_b, m, n,
-                                   k, a, b, c, workspace, num_threads,
-                                   parallel_for);
-  } else {
-    GemmImpl<kAvx2Mr, kAvx2Nr>(KernelAvx2, transpose_a, transpose_b, m, n, k, a,
-                               b, c, workspace, num_threads, parallel_for);
+  const BlockShape block = KernelBlock(isa);
+  // In the transposed plans, op(b) flips to give op(b)^T, and so does op(a).
+  switch (ChoosePlan(block, transpose_a, transpose_b, m, n)) {
+    case Plan::kDirect:
+      GemmDirect(isa, transpose_a, transpose_b, m, n, k, a, b, c, {n, 1},
+                 parallel_for);
+      return;
+    case Plan::kDirectTransposed:
+      GemmDirect(isa, !transpose_b, !transpose_a, n, m, k, b, a, c, {1, n},
+                 parallel_for);
+      return;
+    case Plan::kPacked:
+      GemmPacked(isa, transpose_a, transpose_b, m, n, k, a, b, c, workspace,
+                 num_threads, parallel_for);
+      return;
+    case Plan::kPackedTransposed: {
+      float* c_transposed = workspace + PackedSize(block, n, m, k);
+      GemmPacked(isa, !transpose_b, !transpose_a, n, m, k, b, a, c_transposed,
+                 workspace, num_threads, parallel_for);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) c[i * n + j] = c_transposed[j * m + i];
+      }
+      return;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -102,7 +103,8 @@ std::vector<double> Reference(const Problem& p) {
 
 std::vector<float> Run(const Problem& p, Isa isa, int threads) {
   Guarded c(p.m * p.n);
-  Guarded workspace(GemmWorkspaceSize(isa, p.m, p.n, p.k));
+  Guarded workspace(
+      GemmWorkspaceSize(isa, p.transpose_a, p.transpose_b, p.m, p.n, p.k));
   Gemm(isa, p.transpose_a, p.transpose_b, p.m, p.n, p.k, p.a.data(), p.b.data(),
        c.get(), workspace.get(), threads, ThreadsParallelFor(threads));
   c.CheckGuards("c");
@@ -192,6 +194,59 @@ void TestSameBitsEverywhere(const std::vector<Isa>& isas) {
   std::printf("same bits for every thread count and ISA: %d runs\n", runs);
 }
 
+// op(a) * op(b) in float, in the order Gemm documents: per block of
+// kGemmBlockK steps, a fused multiply-add chain from zero in k order; the
+// block sums added to c in order.
+std::vector<float> DocumentedOrder(const Problem& p) {
+  std::vector<float> c(p.m * p.n);
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      float sum = 0;
+      for (int64_t q0 = 0; q0 < p.k; q0 += kGemmBlockK) {
+        float block = 0;
+        for (int64_t q = q0; q < std::min(p.k, q0 + kGemmBlockK); ++q) {
+          const float x = p.transpose_a ? p.a[q * p.m + i] : p.a[i * p.k + q];
+          const float y = p.transpose_b ? p.b[j * p.k + q] : p.b[q * p.n + j];
+          block = std::fma(x, y, block);
+        }
+        sum = q0 == 0 ? block : sum + block;
+      }
+      c[i * p.n + j] = sum;
+    }
+  }
+  return c;
+}
+
+// Random inputs give exactly the documented order's bits on every path:
+// few rows (b read in place), few columns (a read in place), either of those
+// as the transposed product, packed, and packed as the transposed product.
+void TestDocumentedOrder(const std::vector<Isa>& isas) {
+  const int64_t shapes[][3] = {{1, 300, 600},  {8, 70, 257},  {9, 33, 513},
+                               {300, 1, 600},  {37, 16, 513}, {40, 17, 300},
+                               {300, 17, 300}, {64, 65, 300}};
+  int runs = 0;
+  for (const auto& shape : shapes) {
+    for (bool transpose_a : {false, true}) {
+      for (bool transpose_b : {false, true}) {
+        const Problem p = MakeProblem(transpose_a, transpose_b, shape[0],
+                                      shape[1], shape[2], false, runs);
+        const std::vector<float> expected = DocumentedOrder(p);
+        for (Isa isa : isas) {
+          const std::vector<float> c = Run(p, isa, 2);
+          CHECK(std::memcmp(c.data(), expected.data(),
+                            c.size() * sizeof(float)) == 0)
+              << "not the documented order: m=" << p.m << " n=" << p.n
+              << " k=" << p.k << " transpose_a=" << transpose_a
+              << " transpose_b=" << transpose_b << " ISA "
+              << static_cast<int>(isa);
+          ++runs;
+        }
+      }
+    }
+  }
+  std::printf("the documented order's bits on every path: %d runs\n", runs);
+}
+
 // A released buffer is handed to the next product that fits in it; two
 // products at once get different buffers.
 void TestWorkspaceReuse() {
@@ -234,6 +289,7 @@ int main() {
   TestWorkspaceReuse();
   TestExactOnIntegers(isas);
   TestSameBitsEverywhere(isas);
+  TestDocumentedOrder(isas);
   std::printf("PASSED\n");
   return 0;
 }

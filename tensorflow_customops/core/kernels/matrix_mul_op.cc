@@ -63,10 +63,11 @@ struct MatrixMul<CPUDevice, float> {
     const int64_t n = product.dimension(1);
     const int64_t k = a.dimension(transpose_a ? 0 : 1);
     if (isa != matrix_mul_cpu::Isa::kBaseline && k > 0) {
-      // Packed copies of a and b; Eigen needs no such scratch.
-      const matrix_mul_cpu::Workspace workspace(
-          matrix_mul_cpu::GemmWorkspaceSize(isa, m, n, k));
-      if (workspace.data() != nullptr) {
+      // Scratch for packed copies of a and b where this product packs them.
+      const int64_t workspace_floats = matrix_mul_cpu::GemmWorkspaceSize(
+          isa, transpose_a, transpose_b, m, n, k);
+      const matrix_mul_cpu::Workspace workspace(workspace_floats);
+      if (workspace_floats == 0 || workspace.data() != nullptr) {
         matrix_mul_cpu::Gemm(
             isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
             product.data(), workspace.data(), d.numThreads(),

@@ -23,11 +23,13 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
 import tensorflow_customops as tfco
 
-# (m, k, n): tiny, odd, non-square, k = 1, and k spanning several blocks of
-# the GEMM's inner dimension with a remainder.
+# (m, k, n): tiny, odd, non-square, k = 1, k spanning several blocks of the
+# GEMM's inner dimension with a remainder, and thin products (at most 8 rows
+# or 16 columns), which take the direct paths.
 SIZES = [(1, 1, 1), (3, 3, 3), (17, 17, 17), (33, 33, 33), (65, 65, 65),
          (257, 257, 257), (1, 257, 65), (65, 1, 33), (257, 33, 1),
-         (13, 300, 47), (100, 513, 70), (3, 4099, 5), (200, 1000, 190)]
+         (13, 300, 47), (100, 513, 70), (3, 4099, 5), (200, 1000, 190),
+         (8, 513, 300), (37, 600, 9), (300, 257, 16)]
 rng = np.random.default_rng(11)
 out = {}
 for (m, k, n), ta, tb in itertools.product(SIZES, [False, True], [False, True]):
@@ -86,7 +88,7 @@ class MatrixMulCpuTest(tf.test.TestCase):
 
     def test_within_error_bound(self):
         for run, cases in self.runs.items():
-            self.assertLen(cases, 52)
+            self.assertLen(cases, 64)  # 16 sizes x 4 transpose cases
             for case, (err, _) in cases.items():
                 self.assertLessEqual(err, 1.0, f"{run}, {case}")
 
