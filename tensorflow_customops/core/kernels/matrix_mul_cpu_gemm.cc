@@ -143,49 +143,38 @@ constexpr int64_t kMaxStreamRows = 8;
 constexpr int64_t kStreamCols = 512;
 
 // Sums over p < kc of a[i * a_row + p * a_step] * b[p * ldb + j] for i < rows
-// and j < cols, into sums (row stride kStreamCols), which start at zero. Four
-// steps of p are taken per load and store of the sums; the four rows of b
-// stay in L1 while every row of sums passes over them.
+// and j < cols, into sums (row stride kStreamCols), which start at zero. Up
+// to kStreamSteps steps of p are taken per load and store of the sums; those
+// rows of b stay in L1 while every row of sums passes over them.
+constexpr int kStreamSteps = 4;
+
 __attribute__((target("avx512f"))) void StreamRowsAvx512(
     int64_t rows, int64_t cols, int64_t kc, const float* a, int64_t a_row,
     int64_t a_step, const float* b, int64_t ldb, float* sums) {
   const int64_t full = cols / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (cols - full)) - 1);
-  int64_t p = 0;
-  for (; p + 4 <= kc; p += 4) {
-    const float* b0 = b + p * ldb;
-    const float* b1 = b0 + ldb;
-    const float* b2 = b1 + ldb;
-    const float* b3 = b2 + ldb;
+  for (int64_t p = 0; p < kc; p += kStreamSteps) {
+    const int64_t steps = kc - p < kStreamSteps ? kc - p : kStreamSteps;
     for (int64_t i = 0; i < rows; ++i) {
-      const float* a_i = a + i * a_row + p * a_step;
-      const __m512 a0 = _mm512_set1_ps(a_i[0]);
-      const __m512 a1 = _mm512_set1_ps(a_i[a_step]);
-      const __m512 a2 = _mm512_set1_ps(a_i[2 * a_step]);
-      const __m512 a3 = _mm512_set1_ps(a_i[3 * a_step]);
+      __m512 a_ip[kStreamSteps];
+#pragma GCC unroll 4
+      for (int s = 0; s < kStreamSteps; ++s) {
+        a_ip[s] =
+            _mm512_set1_ps(s < steps ? a[i * a_row + (p + s) * a_step] : 0.0f);
+      }
       float* row_sums = sums + i * kStreamCols;
       for (int64_t j = 0; j < cols; j += 16) {
         const __mmask16 mask = j < full ? 0xffff : tail;
         __m512 sum = _mm512_maskz_loadu_ps(mask, row_sums + j);
-        sum = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(mask, b0 + j), sum);
-        sum = _mm512_fmadd_ps(a1, _mm512_maskz_loadu_ps(mask, b1 + j), sum);
-        sum = _mm512_fmadd_ps(a2, _mm512_maskz_loadu_ps(mask, b2 + j), sum);
-        sum = _mm512_fmadd_ps(a3, _mm512_maskz_loadu_ps(mask, b3 + j), sum);
+#pragma GCC unroll 4
+        for (int s = 0; s < kStreamSteps; ++s) {
+          if (s < steps) {
+            sum = _mm512_fmadd_ps(
+                a_ip[s], _mm512_maskz_loadu_ps(mask, b + (p + s) * ldb + j),
+                sum);
+          }
+        }
         _mm512_mask_storeu_ps(row_sums + j, mask, sum);
-      }
-    }
-  }
-  for (; p < kc; ++p) {
-    const float* b_row = b + p * ldb;
-    for (int64_t i = 0; i < rows; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i * a_row + p * a_step]);
-      float* row_sums = sums + i * kStreamCols;
-      for (int64_t j = 0; j < cols; j += 16) {
-        const __mmask16 mask = j < full ? 0xffff : tail;
-        _mm512_mask_storeu_ps(
-            row_sums + j, mask,
-            _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(mask, b_row + j),
-                            _mm512_maskz_loadu_ps(mask, row_sums + j)));
       }
     }
   }
@@ -195,53 +184,34 @@ __attribute__((target("avx2,fma"))) void StreamRowsAvx2(
     int64_t rows, int64_t cols, int64_t kc, const float* a, int64_t a_row,
     int64_t a_step, const float* b, int64_t ldb, float* sums) {
   const int64_t full = cols / 8 * 8;
-  int64_t p = 0;
-  for (; p + 4 <= kc; p += 4) {
-    const float* b0 = b + p * ldb;
-    const float* b1 = b0 + ldb;
-    const float* b2 = b1 + ldb;
-    const float* b3 = b2 + ldb;
+  for (int64_t p = 0; p < kc; p += kStreamSteps) {
+    const int64_t steps = kc - p < kStreamSteps ? kc - p : kStreamSteps;
     for (int64_t i = 0; i < rows; ++i) {
-      const float* a_i = a + i * a_row + p * a_step;
-      const __m256 a0 = _mm256_set1_ps(a_i[0]);
-      const __m256 a1 = _mm256_set1_ps(a_i[a_step]);
-      const __m256 a2 = _mm256_set1_ps(a_i[2 * a_step]);
-      const __m256 a3 = _mm256_set1_ps(a_i[3 * a_step]);
+      float a_ip[kStreamSteps];
+#pragma GCC unroll 4
+      for (int s = 0; s < kStreamSteps; ++s) {
+        a_ip[s] = s < steps ? a[i * a_row + (p + s) * a_step] : 0.0f;
+      }
       float* row_sums = sums + i * kStreamCols;
       int64_t j = 0;
       for (; j < full; j += 8) {
         __m256 sum = _mm256_loadu_ps(row_sums + j);
-        sum = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b0 + j), sum);
-        sum = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b1 + j), sum);
-        sum = _mm256_fmadd_ps(a2, _mm256_loadu_ps(b2 + j), sum);
-        sum = _mm256_fmadd_ps(a3, _mm256_loadu_ps(b3 + j), sum);
+#pragma GCC unroll 4
+        for (int s = 0; s < kStreamSteps; ++s) {
+          if (s < steps) {
+            sum = _mm256_fmadd_ps(_mm256_set1_ps(a_ip[s]),
+                                  _mm256_loadu_ps(b + (p + s) * ldb + j), sum);
+          }
+        }
         _mm256_storeu_ps(row_sums + j, sum);
       }
       for (; j < cols; ++j) {
         __m128 sum = _mm_set_ss(row_sums[j]);
-        sum = _mm_fmadd_ss(_mm_set_ss(a_i[0]), _mm_set_ss(b0[j]), sum);
-        sum = _mm_fmadd_ss(_mm_set_ss(a_i[a_step]), _mm_set_ss(b1[j]), sum);
-        sum = _mm_fmadd_ss(_mm_set_ss(a_i[2 * a_step]), _mm_set_ss(b2[j]), sum);
-        sum = _mm_fmadd_ss(_mm_set_ss(a_i[3 * a_step]), _mm_set_ss(b3[j]), sum);
+        for (int64_t s = 0; s < steps; ++s) {
+          sum = _mm_fmadd_ss(_mm_set_ss(a_ip[s]),
+                             _mm_set_ss(b[(p + s) * ldb + j]), sum);
+        }
         row_sums[j] = _mm_cvtss_f32(sum);
-      }
-    }
-  }
-  for (; p < kc; ++p) {
-    const float* b_row = b + p * ldb;
-    for (int64_t i = 0; i < rows; ++i) {
-      const float a_ip = a[i * a_row + p * a_step];
-      const __m256 ai = _mm256_set1_ps(a_ip);
-      float* row_sums = sums + i * kStreamCols;
-      int64_t j = 0;
-      for (; j < full; j += 8) {
-        _mm256_storeu_ps(row_sums + j,
-                         _mm256_fmadd_ps(ai, _mm256_loadu_ps(b_row + j),
-                                         _mm256_loadu_ps(row_sums + j)));
-      }
-      for (; j < cols; ++j) {
-        row_sums[j] = _mm_cvtss_f32(_mm_fmadd_ss(
-            _mm_set_ss(a_ip), _mm_set_ss(b_row[j]), _mm_set_ss(row_sums[j])));
       }
     }
   }
@@ -702,29 +672,30 @@ bool ComputeTransposed(BlockShape block, int64_t m, int64_t n) {
   return 4 * padded(n, m) <= 3 * padded(m, n);
 }
 
-// Runs the product on a direct path if one fits it (see kMaxStreamRows and
-// kMaxFewCols); false if none does.
-bool GemmDirect(Isa isa, bool transpose_a, bool transpose_b, int64_t m,
+// Which direct path fits the product (see kMaxStreamRows, kMaxFewCols).
+bool StreamsRows(bool transpose_b, int64_t m) {
+  return m <= kMaxStreamRows && !transpose_b;
+}
+bool TakesFewCols(bool transpose_a, int64_t n) {
+  return n <= kMaxFewCols && !transpose_a;
+}
+bool HasDirectPath(bool transpose_a, bool transpose_b, int64_t m, int64_t n) {
+  return StreamsRows(transpose_b, m) || TakesFewCols(transpose_a, n);
+}
+
+// Runs the product on the direct path that fits it (HasDirectPath is true).
+void GemmDirect(Isa isa, bool transpose_a, bool transpose_b, int64_t m,
                 int64_t n, int64_t k, const float* a, const float* b, float* c,
                 OutputStrides out, const ParallelFor& parallel_for) {
   const bool avx512 = isa == Isa::kAvx512;
-  if (m <= kMaxStreamRows && !transpose_b) {
+  if (StreamsRows(transpose_b, m)) {
     GemmStreamRows(avx512 ? StreamRowsAvx512 : StreamRowsAvx2, transpose_a, m,
                    n, k, a, b, c, out, parallel_for);
-    return true;
-  }
-  if (n <= kMaxFewCols && !transpose_a) {
+  } else {
     GemmFewCols(avx512 ? FewColsAvx512 : FewColsAvx2,
                 avx512 ? kAvx512RowBlock : kAvx2RowBlock, transpose_b, m, n, k,
                 a, b, c, out, parallel_for);
-    return true;
   }
-  return false;
-}
-
-bool HasDirectPath(bool transpose_a, bool transpose_b, int64_t m, int64_t n) {
-  return (m <= kMaxStreamRows && !transpose_b) ||
-         (n <= kMaxFewCols && !transpose_a);
 }
 
 // How Gemm computes a product: directly, directly as its transpose
