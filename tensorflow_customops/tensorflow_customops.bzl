@@ -4,6 +4,7 @@
   tfco_custom_op_library the shared library Python loads
   tfco_cc_test           a C++ test of specs, shape functions and gradients
   tfco_cc_binary         a C++ tool linked against TensorFlow's framework library
+  tfco_cuda_binary       a CUDA program of GPU kernels that needs no TensorFlow
   tfco_py_test           a Python test that uses the ops
   tfco_build_info        the module recording how the library was built
 
@@ -31,6 +32,10 @@ _TF_HEADERS = "@local_config_tf//:tf_header_lib"
 _TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
 _TF_FRAMEWORK = "@local_config_tf//:lib/" + TF_SHARED_LIBRARY_NAME
 _CUDART = "@local_config_tf//:cudart_static"
+_CUDA_ONLY = select({
+    _USING_CUDA: [],
+    "//conditions:default": ["@platforms//:incompatible"],
+})
 
 # Flags that must match how TensorFlow itself was compiled.
 _TF_ABI_COPTS = [
@@ -138,6 +143,17 @@ def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwar
         srcs = hdrs + [dep + "_hdrs" for dep in deps],
     )
     gpu_objects = _nvcc_objects(name, gpu_srcs, [name + "_hdrs"]) if gpu_srcs else []
+    if gpu_srcs:
+        # The GPU kernels alone, for programs without TensorFlow's runtime
+        # (tfco_cuda_binary).
+        native.cc_library(
+            name = name + "_gpu",
+            srcs = select({
+                _USING_CUDA: gpu_objects,
+                "//conditions:default": [],
+            }),
+            visibility = ["//visibility:public"],
+        )
     native.cc_library(
         name = name,
         srcs = srcs + select({
@@ -225,7 +241,47 @@ def tfco_cc_binary(name, srcs, deps = [], **kwargs):
     """
     _framework_linked(native.cc_binary, deps, name = name, srcs = srcs, **kwargs)
 
-def tfco_py_test(name, srcs, deps = [], size = "small", **kwargs):
+def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
+    """A CUDA program that runs the library's GPU kernels without TensorFlow.
+
+    gpu_srcs are compiled by nvcc. Of each tfco_cc_library in `kernels` only
+    the GPU objects are linked, not the op registrations, so no TensorFlow
+    library is needed; the CUDA runtime, libstdc++ and libgcc are linked
+    statically, so the executable runs on any machine with an NVIDIA driver.
+    It builds under --config=cuda only; elsewhere `//...` skips it.
+
+    Args:
+      name: binary name.
+      gpu_srcs: *.cu.cc files with the program's host and device code.
+      kernels: tfco_cc_library targets with gpu_srcs.
+      deps: host tfco_cc_library targets without TensorFlow symbols.
+      **kwargs: passed to cc_binary (visibility, ...).
+    """
+    objects = _nvcc_objects(name, gpu_srcs, [t + "_hdrs" for t in kernels + deps])
+    native.cc_binary(
+        name = name,
+        srcs = select({
+            _USING_CUDA: objects,
+            "//conditions:default": [],
+        }),
+        deps = [k + "_gpu" for k in kernels] + deps + select({
+            _USING_CUDA: [_CUDART],
+            "//conditions:default": [],
+        }),
+        # Bazel's toolchain adds a plain -lstdc++ (so -static-libstdc++ has no
+        # effect): link the archive first and drop the unneeded shared one.
+        linkopts = [
+            "-Wl,--as-needed",
+            "-Wl,-Bstatic",
+            "-lstdc++",
+            "-Wl,-Bdynamic",
+            "-static-libgcc",
+        ],
+        target_compatible_with = _CUDA_ONLY,
+        **kwargs
+    )
+
+def tfco_py_test(name, srcs, deps = [], size = "small", cuda_only = False, **kwargs):
     """A Python test of the ops, run with the interpreter that has TensorFlow.
 
     Args:
@@ -233,6 +289,7 @@ def tfco_py_test(name, srcs, deps = [], size = "small", **kwargs):
       srcs: test sources.
       deps: py_library dependencies besides the package itself.
       size: Bazel test size.
+      cuda_only: run under --config=cuda only (skipped elsewhere).
       **kwargs: passed to py_test (shard_count, tags, data, ...).
     """
     native.py_test(
@@ -243,6 +300,7 @@ def tfco_py_test(name, srcs, deps = [], size = "small", **kwargs):
         srcs_version = "PY3",
         size = size,
         deps = deps + ["//tensorflow_customops"],
+        target_compatible_with = _CUDA_ONLY if cuda_only else [],
         **kwargs
     )
 

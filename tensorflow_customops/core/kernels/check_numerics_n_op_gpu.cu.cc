@@ -36,10 +36,8 @@ template <typename T>
 struct NumericFlags<GPUDevice, T> {
   void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat x,
                   int* flags) {
-    const GpuLaunchConfig config = GetGpuLaunchConfig64(x.size(), d);
-    TF_CHECK_OK(GpuLaunchKernel(NumericFlagsKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(),
-                                x.data(), x.size(), flags));
+    LaunchGpuLoop(NumericFlagsKernel<T>, x.size(), d, x.data(), x.size(),
+                  flags);
   }
 };
 

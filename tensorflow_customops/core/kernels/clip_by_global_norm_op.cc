@@ -214,10 +214,11 @@ double OrderedSum(const std::vector<double>& partials) {
 
 template <typename T>
 struct ClipByGlobalNorm<CPUDevice, T> {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const FlatList<T>& clipped,
-                  typename TTypes<T>::Scalar global_norm) {
-    const CPUDevice& d = context->eigen_device<CPUDevice>();
+  static int64_t ScratchBytes(int64_t) { return 0; }
+
+  void operator()(const CPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
+                  const FlatList<T>& clipped,
+                  typename TTypes<T>::Scalar global_norm, void*) {
     const Chunks chunks(t);
     std::vector<double> partials(chunks.size());
     ForEachChunk<T>(d, chunks.size(), false, [&](int64_t c) {
@@ -241,12 +242,13 @@ struct ClipByGlobalNorm<CPUDevice, T> {
 
 template <typename T>
 struct ClipByGlobalNormGrad<CPUDevice, T> {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const ConstFlatList<T>& dclipped,
+  static int64_t ScratchBytes(int64_t) { return 0; }
+
+  void operator()(const CPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
+                  const ConstFlatList<T>& dclipped,
                   typename TTypes<T>::ConstScalar dglobal_norm,
-                  const FlatList<T>& dt,
-                  typename TTypes<T>::Scalar dclip_norm) {
-    const CPUDevice& d = context->eigen_device<CPUDevice>();
+                  const FlatList<T>& dt, typename TTypes<T>::Scalar dclip_norm,
+                  void*) {
     const Chunks chunks(t);
     std::vector<double> squares(chunks.size());
     std::vector<double> dots(chunks.size());
@@ -287,6 +289,18 @@ absl::Status CheckScalar(const Tensor& tensor, const char* op,
                                  tensor.shape().DebugString());
 }
 
+// The functor's device scratch memory (null when it needs none), held by
+// `storage` for the duration of the kernel.
+absl::Status AllocateScratch(OpKernelContext* context, int64_t bytes,
+                             Tensor* storage, void** scratch) {
+  *scratch = nullptr;
+  if (bytes == 0) return absl::OkStatus();
+  TF_RETURN_IF_ERROR(
+      context->allocate_temp(DT_INT8, TensorShape({bytes}), storage));
+  *scratch = storage->flat<int8>().data();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 template <typename Device, typename T>
@@ -319,9 +333,13 @@ class ClipByGlobalNormOp : public OpKernel {
     Tensor* global_norm = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(n, TensorShape({}), &global_norm));
-    functor::ClipByGlobalNorm<Device, T>()(context, inputs,
-                                           clip_norm.scalar<T>()(), outputs,
-                                           global_norm->scalar<T>());
+    typedef functor::ClipByGlobalNorm<Device, T> Functor;
+    Tensor storage;
+    void* scratch;
+    OP_REQUIRES_OK(context, AllocateScratch(context, Functor::ScratchBytes(n),
+                                            &storage, &scratch));
+    Functor()(context->eigen_device<Device>(), inputs, clip_norm.scalar<T>()(),
+              outputs, global_norm->scalar<T>(), scratch);
   }
 };
 
@@ -370,9 +388,14 @@ class ClipByGlobalNormGradOp : public OpKernel {
     Tensor* dclip_norm = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(n, TensorShape({}), &dclip_norm));
-    functor::ClipByGlobalNormGrad<Device, T>()(
-        context, inputs, clip_norm.scalar<T>()(), grads,
-        dglobal_norm.scalar<T>(), outputs, dclip_norm->scalar<T>());
+    typedef functor::ClipByGlobalNormGrad<Device, T> Functor;
+    Tensor storage;
+    void* scratch;
+    OP_REQUIRES_OK(context, AllocateScratch(context, Functor::ScratchBytes(n),
+                                            &storage, &scratch));
+    Functor()(context->eigen_device<Device>(), inputs, clip_norm.scalar<T>()(),
+              grads, dglobal_norm.scalar<T>(), outputs, dclip_norm->scalar<T>(),
+              scratch);
   }
 };
 

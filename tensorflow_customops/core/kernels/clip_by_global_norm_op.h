@@ -2,9 +2,9 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-#include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_types.h"
 
 namespace tensorflow {
@@ -60,22 +60,26 @@ EIGEN_DEVICE_FUNC inline ClipGradCoefficients ClipGrad(double sumsq, double dot,
 // Forward: clipped[i] = t[i] * ClipScale(norm, clip_norm), global_norm = norm
 // as T, with the sum of squares accumulated in double in an order that does
 // not depend on the number of threads. clip_norm is a host value (HostMemory
-// on GPU); global_norm is device memory. Errors go to context.
+// on GPU); global_norm is device memory. `scratch` is device memory of
+// ScratchBytes(t.size()) bytes, which the caller allocates (none on CPU).
 template <typename Device, typename T>
 struct ClipByGlobalNorm {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const FlatList<T>& clipped,
-                  typename TTypes<T>::Scalar global_norm);
+  static int64_t ScratchBytes(int64_t num_tensors);
+  void operator()(const Device& d, const ConstFlatList<T>& t, T clip_norm,
+                  const FlatList<T>& clipped,
+                  typename TTypes<T>::Scalar global_norm, void* scratch);
 };
 
 // Gradient, with the coefficients of ClipGrad; dglobal_norm and dclip_norm
-// are device memory, clip_norm a host value.
+// are device memory, clip_norm a host value, scratch as for the forward.
 template <typename Device, typename T>
 struct ClipByGlobalNormGrad {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const ConstFlatList<T>& dclipped,
+  static int64_t ScratchBytes(int64_t num_tensors);
+  void operator()(const Device& d, const ConstFlatList<T>& t, T clip_norm,
+                  const ConstFlatList<T>& dclipped,
                   typename TTypes<T>::ConstScalar dglobal_norm,
-                  const FlatList<T>& dt, typename TTypes<T>::Scalar dclip_norm);
+                  const FlatList<T>& dt, typename TTypes<T>::Scalar dclip_norm,
+                  void* scratch);
 };
 
 }  // namespace functor

@@ -10,7 +10,6 @@
 #define EIGEN_USE_GPU
 
 #include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
@@ -99,24 +98,17 @@ __global__ void GradKernel(const T* __restrict__ x, const T* dy, int64_t size,
   }
 }
 
-// Allocates `count` zeroed doubles of device scratch memory.
-bool AllocateSlots(OpKernelContext* context, int64_t count, Tensor* slots) {
-  const GPUDevice& d = context->eigen_device<GPUDevice>();
-  const absl::Status status =
-      context->allocate_temp(DT_DOUBLE, TensorShape({count}), slots);
-  if (!status.ok()) {
-    context->SetStatus(status);
-    return false;
-  }
-  d.memset(slots->flat<double>().data(), 0, count * sizeof(double));
-  return true;
+// Scratch layout: the partial sums (n slots of kSlotsPerTensor doubles for
+// the squares, and as many for the dot products in the gradient), then the
+// factor the second pass reads.
+int64_t SlotCount(int64_t num_tensors, int sums) {
+  return sums * num_tensors * kSlotsPerTensor;
 }
 
-template <typename Kernel, typename... Args>
-void Launch(const GPUDevice& d, int64_t size, Kernel kernel, Args... args) {
-  const GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-  TF_CHECK_OK(GpuLaunchKernel(kernel, config.block_count,
-                              config.thread_per_block, 0, d.stream(), args...));
+// Zeroes the slots: those of empty tensors are never written, yet summed.
+double* ZeroedSlots(const GPUDevice& d, void* scratch, int64_t count) {
+  d.memset(scratch, 0, count * sizeof(double));
+  return static_cast<double*>(scratch);
 }
 
 }  // namespace
@@ -125,72 +117,69 @@ namespace functor {
 
 template <typename T>
 struct ClipByGlobalNorm<GPUDevice, T> {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const FlatList<T>& clipped,
-                  typename TTypes<T>::Scalar global_norm) {
-    const GPUDevice& d = context->eigen_device<GPUDevice>();
+  static int64_t ScratchBytes(int64_t num_tensors) {
+    return SlotCount(num_tensors, 1) * sizeof(double) + sizeof(T);
+  }
+
+  void operator()(const GPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
+                  const FlatList<T>& clipped,
+                  typename TTypes<T>::Scalar global_norm, void* scratch) {
     const int64_t n = t.size();
-    Tensor squares;
-    if (!AllocateSlots(context, n * kSlotsPerTensor, &squares)) return;
-    Tensor scale;
-    OP_REQUIRES_OK(context, context->allocate_temp(DataTypeToEnum<T>::value,
-                                                   TensorShape({}), &scale));
-    double* slots = squares.flat<double>().data();
+    const int64_t count = SlotCount(n, 1);
+    double* slots = ZeroedSlots(d, scratch, count);
+    T* scale = reinterpret_cast<T*>(slots + count);
     for (int64_t i = 0; i < n; ++i) {
       if (t[i].size() == 0) continue;
-      TF_CHECK_OK(GpuLaunchKernel(
-          PartialSumsKernel<T>, kBlocksPerTensor, kThreads, 0, d.stream(),
+      LaunchGpuKernel(
+          PartialSumsKernel<T>, dim3(kBlocksPerTensor), dim3(kThreads), d,
           t[i].data(), static_cast<const T*>(nullptr), t[i].size(),
-          slots + i * kSlotsPerTensor, static_cast<double*>(nullptr)));
+          slots + i * kSlotsPerTensor, static_cast<double*>(nullptr));
     }
-    TF_CHECK_OK(GpuLaunchKernel(ForwardFactorKernel<T>, 1, 1, 0, d.stream(),
-                                slots, n * kSlotsPerTensor, clip_norm,
-                                global_norm.data(), scale.flat<T>().data()));
+    LaunchGpuKernel(ForwardFactorKernel<T>, dim3(1), dim3(1), d,
+                    static_cast<const double*>(slots), count, clip_norm,
+                    global_norm.data(), scale);
     for (int64_t i = 0; i < n; ++i) {
       if (t[i].size() == 0) continue;
-      Launch(d, t[i].size(), ScaleKernel<T>, t[i].data(), t[i].size(),
-             static_cast<const T*>(scale.flat<T>().data()), clipped[i].data());
+      LaunchGpuLoop(ScaleKernel<T>, t[i].size(), d, t[i].data(), t[i].size(),
+                    static_cast<const T*>(scale), clipped[i].data());
     }
   }
 };
 
 template <typename T>
 struct ClipByGlobalNormGrad<GPUDevice, T> {
-  void operator()(OpKernelContext* context, const ConstFlatList<T>& t,
-                  T clip_norm, const ConstFlatList<T>& dclipped,
+  static int64_t ScratchBytes(int64_t num_tensors) {
+    return SlotCount(num_tensors, 2) * sizeof(double) +
+           sizeof(ClipGradCoefficients);
+  }
+
+  void operator()(const GPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
+                  const ConstFlatList<T>& dclipped,
                   typename TTypes<T>::ConstScalar dglobal_norm,
-                  const FlatList<T>& dt,
-                  typename TTypes<T>::Scalar dclip_norm) {
-    const GPUDevice& d = context->eigen_device<GPUDevice>();
+                  const FlatList<T>& dt, typename TTypes<T>::Scalar dclip_norm,
+                  void* scratch) {
     const int64_t n = t.size();
-    Tensor slots;
-    if (!AllocateSlots(context, 2 * n * kSlotsPerTensor, &slots)) return;
-    double* squares = slots.flat<double>().data();
-    double* dots = squares + n * kSlotsPerTensor;
-    Tensor coef_storage;
-    OP_REQUIRES_OK(context,
-                   context->allocate_temp(
-                       DT_INT8, TensorShape({sizeof(ClipGradCoefficients)}),
-                       &coef_storage));
-    auto* coef = reinterpret_cast<ClipGradCoefficients*>(
-        coef_storage.flat<int8>().data());
+    const int64_t count = SlotCount(n, 2);
+    double* squares = ZeroedSlots(d, scratch, count);
+    double* dots = squares + SlotCount(n, 1);
+    auto* coef = reinterpret_cast<ClipGradCoefficients*>(squares + count);
     for (int64_t i = 0; i < n; ++i) {
       if (t[i].size() == 0) continue;
-      TF_CHECK_OK(GpuLaunchKernel(
-          PartialSumsKernel<T>, kBlocksPerTensor, kThreads, 0, d.stream(),
-          t[i].data(), dclipped[i].data(), t[i].size(),
-          squares + i * kSlotsPerTensor, dots + i * kSlotsPerTensor));
+      LaunchGpuKernel(PartialSumsKernel<T>, dim3(kBlocksPerTensor),
+                      dim3(kThreads), d, t[i].data(), dclipped[i].data(),
+                      t[i].size(), squares + i * kSlotsPerTensor,
+                      dots + i * kSlotsPerTensor);
     }
-    TF_CHECK_OK(GpuLaunchKernel(GradFactorKernel<T>, 1, 1, 0, d.stream(),
-                                static_cast<const double*>(squares),
-                                static_cast<const double*>(dots),
-                                n * kSlotsPerTensor, clip_norm,
-                                dglobal_norm.data(), coef, dclip_norm.data()));
+    LaunchGpuKernel(GradFactorKernel<T>, dim3(1), dim3(1), d,
+                    static_cast<const double*>(squares),
+                    static_cast<const double*>(dots), SlotCount(n, 1),
+                    clip_norm, dglobal_norm.data(), coef, dclip_norm.data());
     for (int64_t i = 0; i < n; ++i) {
       if (t[i].size() == 0) continue;
-      Launch(d, t[i].size(), GradKernel<T>, t[i].data(), dclipped[i].data(),
-             t[i].size(), static_cast<const ClipGradCoefficients*>(coef),
-             dt[i].data());
+      LaunchGpuLoop(GradKernel<T>, t[i].size(), d, t[i].data(),
+                    dclipped[i].data(), t[i].size(),
+                    static_cast<const ClipGradCoefficients*>(coef),
+                    dt[i].data());
     }
   }
 };

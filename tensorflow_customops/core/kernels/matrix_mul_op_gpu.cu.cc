@@ -9,6 +9,7 @@
 
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 
 namespace tensorflow {
@@ -87,10 +88,9 @@ struct MatrixMul<GPUDevice, T> {
     for (int64_t first = 0; first < row_tiles; first += kMaxRowTilesPerLaunch) {
       const dim3 grid(col_tiles,
                       std::min(kMaxRowTilesPerLaunch, row_tiles - first));
-      TF_CHECK_OK(GpuLaunchKernel(MatrixMulKernel<T>, grid, dim3(kTile, kTile),
-                                  0, d.stream(), a.data(), b.data(),
-                                  product.data(), m, k, n, transpose_a,
-                                  transpose_b, first * kTile));
+      LaunchGpuKernel(MatrixMulKernel<T>, grid, dim3(kTile, kTile), d, a.data(),
+                      b.data(), product.data(), m, k, n, transpose_a,
+                      transpose_b, first * kTile);
     }
   }
 };

@@ -91,21 +91,22 @@ struct RoiShape {
 
 // The four corner offsets (h * h_stride + w * w_stride) and weights of one
 // bilinear sample; `valid` is false for points more than one pixel outside
-// the map, which contribute nothing.
-template <typename A>
+// the map, which contribute nothing. O is the offset type: GPU kernels use
+// int32_t where a feature map's offsets fit it, which saves registers.
+template <typename A, typename O = int64_t>
 struct BilinearSample {
   bool valid;
-  int64_t offset[4];
+  O offset[4];
   A weight[4];
 };
 
 // Bilinear interpolation as torchvision's RoIAlign defines it: points up to
 // one pixel outside the map are clamped to the border, farther ones are
 // dropped.
-template <typename A>
-EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A> Bilinear(
+template <typename A, typename O = int64_t>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A, O> Bilinear(
     A y, A x, int64_t height, int64_t width, const Layout& layout) {
-  BilinearSample<A> s;
+  BilinearSample<A, O> s;
   if (y < A(-1) || y > A(height) || x < A(-1) || x > A(width) || height <= 0 ||
       width <= 0) {
     s.valid = false;
@@ -114,17 +115,17 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A> Bilinear(
   s.valid = true;
   if (y <= A(0)) y = A(0);
   if (x <= A(0)) x = A(0);
-  int64_t y_low = static_cast<int64_t>(y);
-  int64_t x_low = static_cast<int64_t>(x);
-  int64_t y_high, x_high;
+  O y_low = static_cast<O>(y);
+  O x_low = static_cast<O>(x);
+  O y_high, x_high;
   if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
+    y_high = y_low = static_cast<O>(height - 1);
     y = A(y_low);
   } else {
     y_high = y_low + 1;
   }
   if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
+    x_high = x_low = static_cast<O>(width - 1);
     x = A(x_low);
   } else {
     x_high = x_low + 1;
@@ -137,10 +138,12 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A> Bilinear(
   s.weight[1] = hy * lx;
   s.weight[2] = ly * hx;
   s.weight[3] = ly * lx;
-  s.offset[0] = y_low * layout.h_stride + x_low * layout.w_stride;
-  s.offset[1] = y_low * layout.h_stride + x_high * layout.w_stride;
-  s.offset[2] = y_high * layout.h_stride + x_low * layout.w_stride;
-  s.offset[3] = y_high * layout.h_stride + x_high * layout.w_stride;
+  const O h_stride = static_cast<O>(layout.h_stride);
+  const O w_stride = static_cast<O>(layout.w_stride);
+  s.offset[0] = y_low * h_stride + x_low * w_stride;
+  s.offset[1] = y_low * h_stride + x_high * w_stride;
+  s.offset[2] = y_high * h_stride + x_low * w_stride;
+  s.offset[3] = y_high * h_stride + x_high * w_stride;
   return s;
 }
 

@@ -7,6 +7,8 @@
 
 #define EIGEN_USE_GPU
 
+#include <type_traits>
+
 #include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 
@@ -23,26 +25,61 @@ struct PooledIndex {
 
 // Decodes linear index i of a pooled tensor laid out as `pooled` (NHWC when
 // its channel stride is 1, else NCHW), so consecutive threads write
-// consecutive elements.
-__device__ inline PooledIndex DecodePooled(int64_t i, const RoiShape& s,
+// consecutive elements. I is the index type (see WithIndexType).
+template <typename I>
+__device__ inline PooledIndex DecodePooled(I i, const RoiShape& s,
                                            const Layout& pooled) {
+  const I channels = static_cast<I>(s.out_channels);
+  const I width = s.pooled_width;
+  const I height = s.pooled_height;
   PooledIndex idx;
   if (pooled.c_stride == 1) {
-    idx.c = i % s.out_channels;
-    i /= s.out_channels;
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    idx.k = i / s.pooled_height;
+    idx.c = i % channels;
+    i /= channels;
+    idx.pw = static_cast<int>(i % width);
+    i /= width;
+    idx.ph = static_cast<int>(i % height);
+    idx.k = i / height;
   } else {
-    idx.pw = static_cast<int>(i % s.pooled_width);
-    i /= s.pooled_width;
-    idx.ph = static_cast<int>(i % s.pooled_height);
-    i /= s.pooled_height;
-    idx.c = i % s.out_channels;
-    idx.k = i / s.out_channels;
+    idx.pw = static_cast<int>(i % width);
+    i /= width;
+    idx.ph = static_cast<int>(i % height);
+    i /= height;
+    idx.c = i % channels;
+    idx.k = i / channels;
   }
   return idx;
+}
+
+// Decodes group g of V outputs of one bin, whose channels are c + j * step
+// for j < V, step = out_channels / V (V divides out_channels); the group's
+// first output is at linear index *first. Groups are numbered in the pooled
+// tensor's memory order, so for each j consecutive threads read and write
+// consecutive channels in NHWC (coalesced loads and atomics).
+template <int V, typename I>
+__device__ inline PooledIndex DecodePooledGroup(I g, const RoiShape& s,
+                                                const Layout& pooled,
+                                                I* first) {
+  RoiShape groups = s;
+  groups.out_channels = s.out_channels / V;
+  const PooledIndex idx = DecodePooled(g, groups, pooled);
+  *first = static_cast<I>(pooled.Offset(idx.k, idx.ph, idx.pw, idx.c));
+  return idx;
+}
+
+// Calls launch(int32_t()) when the linear indices of a pooled tensor of
+// `size` elements (plus a grid's stride) and the offsets within one image of
+// the features fit in 32 bits, else launch(int64_t()): decoding an index
+// takes six divisions, which cost several times more instructions in 64
+// bits, and 64-bit offsets take twice the registers.
+template <typename F>
+void WithIndexType(int64_t size, const Layout& features, F&& launch) {
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  if (size < kLimit && features.n_stride < kLimit) {
+    launch(int32_t());
+  } else {
+    launch(int64_t());
+  }
 }
 
 // The rois were validated on the host; copy them next to the kernel. The
@@ -55,6 +92,24 @@ inline void UploadRois(const Eigen::GpuDevice& d, const RoiShape& s,
 
 inline int64_t PooledSize(const RoiShape& s) {
   return s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
+}
+
+// Calls launch(I(), std::integral_constant<int, V>()) for an align kernel
+// over `args`: I from WithIndexType, and V outputs per thread (see
+// DecodePooledGroup). V channels of one bin share every sample position and
+// weight, and the box and bilinear arithmetic is most of the kernels'
+// instructions, so a thread takes four channels where the channel count
+// allows it; each channel is still summed in the same order as alone.
+template <typename Args, typename F>
+void WithChannelGroups(const Args& args, F&& launch) {
+  constexpr int kGrouped = 4;
+  WithIndexType(PooledSize(args.shape), args.features_layout, [&](auto index) {
+    if (args.shape.out_channels % kGrouped == 0) {
+      launch(index, std::integral_constant<int, kGrouped>());
+    } else {
+      launch(index, std::integral_constant<int, 1>());
+    }
+  });
 }
 
 }  // namespace roi

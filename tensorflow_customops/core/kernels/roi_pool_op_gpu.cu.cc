@@ -1,6 +1,6 @@
 // GPU kernels of CustomOps>RoiPool and CustomOps>PsRoiPool (and their
-// gradients). Compiled by nvcc under --config=cuda; never run in this
-// project's CI, which has no GPU.
+// gradients). Compiled by nvcc under --config=cuda; CI has no GPU, so they
+// run on a GPU machine through tools/gpu_check.
 //
 // The backward passes add into the feature gradient with atomics, so on GPU
 // their summation order, and the last bits of the result, can vary between
@@ -24,15 +24,15 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-template <typename T>
-__global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
+template <typename T, typename I>
+__global__ void RoiPoolKernel(I size, RoiPoolArgs args,
                               const T* __restrict__ features,
                               const float* __restrict__ rois,
                               T* __restrict__ pooled,
                               int32_t* __restrict__ argmax) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
+  for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -57,15 +57,15 @@ __global__ void RoiPoolKernel(int64_t size, RoiPoolArgs args,
   }
 }
 
-template <typename T>
-__global__ void RoiPoolGradKernel(int64_t size, RoiPoolArgs args,
+template <typename T, typename I>
+__global__ void RoiPoolGradKernel(I size, RoiPoolArgs args,
                                   const T* __restrict__ grads,
                                   const float* __restrict__ rois,
                                   const int32_t* __restrict__ argmax,
                                   T* __restrict__ grad_features) {
   const roi::Layout& in = args.features_layout;
   const int64_t area = args.shape.height * args.shape.width;
-  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
+  for (I i : GpuGridRangeX<I>(size)) {
     const int32_t index = argmax[i];
     // argmax was not validated on the host (it lives on the device): skip
     // anything that is not a pixel of the map.
@@ -79,15 +79,15 @@ __global__ void RoiPoolGradKernel(int64_t size, RoiPoolArgs args,
   }
 }
 
-template <typename T>
-__global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
+template <typename T, typename I>
+__global__ void PsRoiPoolKernel(I size, RoiPoolArgs args,
                                 const T* __restrict__ features,
                                 const float* __restrict__ rois,
                                 T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
-  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
+  for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -110,15 +110,15 @@ __global__ void PsRoiPoolKernel(int64_t size, RoiPoolArgs args,
   }
 }
 
-template <typename T>
-__global__ void PsRoiPoolGradKernel(int64_t size, RoiPoolArgs args,
+template <typename T, typename I>
+__global__ void PsRoiPoolGradKernel(I size, RoiPoolArgs args,
                                     const T* __restrict__ grads,
                                     const float* __restrict__ rois,
                                     T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   const roi::RoiShape& s = args.shape;
-  for (int64_t i : GpuGridRangeX<int64_t>(size)) {
+  for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args.shape, args.pooled_layout);
     const float* roi = rois + idx.k * 5;
@@ -157,10 +157,11 @@ struct RoiPool<GPUDevice, T> {
                   T* pooled, int32_t* argmax) {
     roi::UploadRois(d, args.shape, rois, rois_scratch);
     const int64_t size = roi::PooledSize(args.shape);
-    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(RoiPoolKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(), size,
-                                args, features, rois_scratch, pooled, argmax));
+    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+      typedef decltype(index) I;
+      LaunchGpuLoop(RoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
+                    features, rois_scratch, pooled, argmax);
+    });
   }
 };
 
@@ -173,10 +174,11 @@ struct RoiPoolGrad<GPUDevice, T> {
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(
-        RoiPoolGradKernel<T>, config.block_count, config.thread_per_block, 0,
-        d.stream(), size, args, grads, rois_scratch, argmax, grad_features));
+    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+      typedef decltype(index) I;
+      LaunchGpuLoop(RoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
+                    args, grads, rois_scratch, argmax, grad_features);
+    });
   }
 };
 
@@ -187,10 +189,11 @@ struct PsRoiPool<GPUDevice, T> {
                   T* pooled) {
     roi::UploadRois(d, args.shape, rois, rois_scratch);
     const int64_t size = roi::PooledSize(args.shape);
-    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(), size,
-                                args, features, rois_scratch, pooled));
+    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+      typedef decltype(index) I;
+      LaunchGpuLoop(PsRoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
+                    features, rois_scratch, pooled);
+    });
   }
 };
 
@@ -202,10 +205,11 @@ struct PsRoiPoolGrad<GPUDevice, T> {
     ZeroGradFeatures(d, args, grad_features, sizeof(T));
     const int64_t size = roi::PooledSize(args.shape);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(PsRoiPoolGradKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(), size,
-                                args, grads, rois_scratch, grad_features));
+    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+      typedef decltype(index) I;
+      LaunchGpuLoop(PsRoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
+                    args, grads, rois_scratch, grad_features);
+    });
   }
 };
 

@@ -33,10 +33,8 @@ struct ZeroOut<GPUDevice, T> {
   void operator()(const GPUDevice& d, typename TTypes<T>::ConstFlat input,
                   typename TTypes<T>::Flat output, int64_t keep) {
     const int64_t size = output.size();
-    GpuLaunchConfig config = GetGpuLaunchConfig64(size, d);
-    TF_CHECK_OK(GpuLaunchKernel(ZeroOutKernel<T>, config.block_count,
-                                config.thread_per_block, 0, d.stream(), size,
-                                keep, input.data(), output.data()));
+    LaunchGpuLoop(ZeroOutKernel<T>, size, d, size, keep, input.data(),
+                  output.data());
   }
 };
 
