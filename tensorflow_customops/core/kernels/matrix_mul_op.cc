@@ -8,6 +8,8 @@
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 
 #include <functional>
+#include <type_traits>
+#include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
@@ -41,15 +43,6 @@ void EigenMatrixMul(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
   product.device(d) = a.contract(b, inner);
 }
 
-template <typename T>
-struct MatrixMul<CPUDevice, T> {
-  void operator()(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
-                  typename TTypes<T>::ConstMatrix b, bool transpose_a,
-                  bool transpose_b, typename TTypes<T>::Matrix product) {
-    EigenMatrixMul<T>(d, a, b, transpose_a, transpose_b, product);
-  }
-};
-
 // float32 runs the AVX-512 or AVX2 GEMM of matrix_mul_cpu_gemm.h where the CPU
 // has it (Eigen's contraction here is compiled for baseline x86-64), on the
 // same thread pool.
@@ -80,6 +73,36 @@ struct MatrixMul<CPUDevice, float> {
       }
     }
     EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
+  }
+};
+
+// half and bfloat16 are widened to float and multiplied by the float kernel,
+// so products accumulate in float and round once, as on GPU (Eigen's
+// contraction would accumulate in T's 11 or 8 significant bits, and in an
+// order that depends on the thread count); double uses Eigen's contraction.
+template <typename T>
+struct MatrixMul<CPUDevice, T> {
+  void operator()(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
+                  typename TTypes<T>::ConstMatrix b, bool transpose_a,
+                  bool transpose_b, typename TTypes<T>::Matrix product) {
+    if constexpr (std::is_same<T, double>::value) {
+      EigenMatrixMul<T>(d, a, b, transpose_a, transpose_b, product);
+    } else {
+      // Aligned as TensorFlow's buffers are: the maps below assume it.
+      typedef std::vector<float, Eigen::aligned_allocator<float>> Buffer;
+      Buffer a32(a.size()), b32(b.size()), product32(product.size());
+      TTypes<float>::Matrix(a32.data(), a.dimensions()).device(d) =
+          a.template cast<float>();
+      TTypes<float>::Matrix(b32.data(), b.dimensions()).device(d) =
+          b.template cast<float>();
+      TTypes<float>::Matrix wide_product(product32.data(),
+                                         product.dimensions());
+      MatrixMul<CPUDevice, float>()(
+          d, TTypes<float>::ConstMatrix(a32.data(), a.dimensions()),
+          TTypes<float>::ConstMatrix(b32.data(), b.dimensions()), transpose_a,
+          transpose_b, wide_product);
+      product.device(d) = wide_product.template cast<T>();
+    }
   }
 };
 

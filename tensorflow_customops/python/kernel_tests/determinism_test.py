@@ -16,14 +16,7 @@ from tensorflow_customops.python.kernel_tests import op_cases
 # intra-op thread counts, with the reason; a case is matched by the op it runs
 # and the dtype its name ends with. Listing a pair that turns out
 # deterministic fails the test, so an entry cannot outlive its reason.
-KNOWN_THREAD_COUNT_DEPENDENT = {
-    ("CustomOps>MatrixMul", "bfloat16"): (
-        "only float32 has the packed GEMM with a fixed summation order; other "
-        "dtypes use Eigen's thread-pool tensor contraction, which picks its "
-        "blocking, and so the order of the inner-dimension sums, from the "
-        "thread count"
-    ),
-}
+KNOWN_THREAD_COUNT_DEPENDENT = {}
 
 THREAD_COUNTS = (1, 2, 4)
 
