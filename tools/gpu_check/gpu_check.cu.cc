@@ -1,0 +1,625 @@
+// Runs every GPU functor of the library on the cases of a case file and
+// compares the results with the CPU kernels' outputs stored there. Needs a
+// CUDA GPU and nothing of TensorFlow at run time: the kernels come from the
+// library's *_gpu.cu.cc objects, which use Eigen's GPU device and CUDA only.
+//
+//   gpu_check CASES [--outputs FILE]   one line per case, then
+//                                      "N passed, N failed"; exit 1 on failure
+//   gpu_check --bench CASES [--repeats N]
+//                                      times the RoI cases of CASES (forward,
+//                                      and forward+backward when they carry
+//                                      "grads"), one JSON object per line
+//
+// Without a CUDA device it says so and exits with status 3.
+
+#define EIGEN_USE_GPU
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tools/gpu_check/case_file.h"
+
+namespace gpu_check {
+namespace {
+
+using tensorflow::TTypes;
+typedef Eigen::GpuDevice GPUDevice;
+
+void Check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " +
+                             cudaGetErrorString(status));
+  }
+}
+
+// Device memory; outputs start as 0xff bytes (NaN, or -1), so an element a
+// kernel fails to write cannot pass as a right answer.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) Check(cudaMalloc(&data_, bytes_), "cudaMalloc");
+  }
+  explicit DeviceBuffer(const Tensor& t) : DeviceBuffer(t.data.size()) {
+    if (bytes_ > 0) {
+      Check(cudaMemcpy(data_, t.data.data(), bytes_, cudaMemcpyHostToDevice),
+            "cudaMemcpy to device");
+    }
+  }
+  static DeviceBuffer Poisoned(size_t bytes) {
+    DeviceBuffer b(bytes);
+    if (bytes > 0) Check(cudaMemset(b.data_, 0xff, bytes), "cudaMemset");
+    return b;
+  }
+  DeviceBuffer(DeviceBuffer&& other)
+      : data_(other.data_), bytes_(other.bytes_) {
+    other.data_ = nullptr;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data_); }
+
+  template <typename T>
+  T* get() const {
+    return static_cast<T*>(data_);
+  }
+
+  Tensor Download(DType dtype, std::vector<int64_t> dims) const {
+    Tensor t;
+    t.dtype = dtype;
+    t.dims = std::move(dims);
+    t.data.resize(t.NumElements() * SizeOf(dtype));
+    if (t.data.size() > bytes_) throw std::logic_error("download too large");
+    if (!t.data.empty()) {
+      Check(cudaMemcpy(t.data.data(), data_, t.data.size(),
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy to host");
+    }
+    return t;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
+// Calls f(T()) with the C++ type of a floating-point dtype.
+template <typename F>
+void DispatchFloat(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kHalf:
+      return f(Eigen::half());
+    case DType::kBfloat16:
+      return f(Eigen::bfloat16());
+    case DType::kFloat:
+      return f(float());
+    case DType::kDouble:
+      return f(double());
+    default:
+      throw std::runtime_error(std::string("no GPU kernel for dtype ") +
+                               Name(dtype));
+  }
+}
+
+template <typename F>
+void DispatchZeroOut(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kInt64:
+      return f(int64_t());
+    case DType::kInt8:
+      return f(int8_t());
+    case DType::kUint8:
+      return f(uint8_t());
+    default:
+      return DispatchFloat(dtype, f);
+  }
+}
+
+// --- RoI ops.
+
+struct RoiCall {
+  tensorflow::roi::RoiShape shape;
+  tensorflow::roi::Layout features_layout;
+  tensorflow::roi::Layout pooled_layout;
+  bool nchw;
+  std::vector<int64_t> pooled_dims;
+};
+
+RoiCall MakeRoiCall(const Case& c, bool position_sensitive) {
+  const Tensor& features = c.Input("features");
+  const Tensor& rois = c.Input("rois");
+  if (features.dims.size() != 4 || rois.dims.size() != 2 || rois.dims[1] != 5 ||
+      rois.dtype != DType::kFloat) {
+    throw std::runtime_error("features must be 4-D and rois float32 [K, 5]");
+  }
+  RoiCall call;
+  call.nchw = c.Attr("nchw") != 0;
+  const std::vector<int64_t>& d = features.dims;
+  auto& s = call.shape;
+  s.batch = d[0];
+  s.height = call.nchw ? d[2] : d[1];
+  s.width = call.nchw ? d[3] : d[2];
+  s.channels = call.nchw ? d[1] : d[3];
+  s.num_rois = rois.dims[0];
+  s.pooled_height = static_cast<int>(c.Attr("pooled_height"));
+  s.pooled_width = static_cast<int>(c.Attr("pooled_width"));
+  s.out_channels =
+      position_sensitive
+          ? s.channels / (int64_t{s.pooled_height} * s.pooled_width)
+          : s.channels;
+  using tensorflow::roi::Layout;
+  call.features_layout = Layout::Make(call.nchw, s.height, s.width, s.channels);
+  call.pooled_layout =
+      Layout::Make(call.nchw, s.pooled_height, s.pooled_width, s.out_channels);
+  call.pooled_dims = call.nchw
+                         ? std::vector<int64_t>{s.num_rois, s.out_channels,
+                                                s.pooled_height, s.pooled_width}
+                         : std::vector<int64_t>{s.num_rois, s.pooled_height,
+                                                s.pooled_width, s.out_channels};
+  return call;
+}
+
+tensorflow::RoiAlignArgs AlignArgs(const Case& c, const RoiCall& call,
+                                   bool position_sensitive) {
+  tensorflow::RoiAlignArgs args;
+  args.shape = call.shape;
+  args.features_layout = call.features_layout;
+  args.pooled_layout = call.pooled_layout;
+  args.spatial_scale = static_cast<float>(c.Attr("spatial_scale"));
+  args.sampling_ratio = static_cast<int>(c.Attr("sampling_ratio"));
+  args.aligned = c.Attr("aligned") != 0;
+  args.position_sensitive = position_sensitive;
+  return args;
+}
+
+tensorflow::RoiPoolArgs PoolArgs(const Case& c, const RoiCall& call) {
+  tensorflow::RoiPoolArgs args;
+  args.shape = call.shape;
+  args.features_layout = call.features_layout;
+  args.pooled_layout = call.pooled_layout;
+  args.spatial_scale = static_cast<float>(c.Attr("spatial_scale"));
+  return args;
+}
+
+// Device copies of a RoI case's tensors, and the calls of its functors, as
+// the op kernels make them. Shared by the check and the benchmark.
+class RoiRunner {
+ public:
+  RoiRunner(const Case& c, const GPUDevice& d)
+      : case_(c),
+        d_(d),
+        kind_(c.op.substr(0, c.op.size() - (IsGrad(c.op) ? 4 : 0))),
+        ps_(kind_ == "PsRoiAlign" || kind_ == "PsRoiPool"),
+        call_(MakeRoiCall(c, ps_)),
+        dtype_(c.Input("features").dtype),
+        features_(c.Input("features")),
+        rois_scratch_(c.Input("rois").data.size()),
+        pooled_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
+                                       SizeOf(dtype_))),
+        argmax_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
+                                       sizeof(int32_t))),
+        grad_features_(
+            DeviceBuffer::Poisoned(c.Input("features").data.size())) {
+    if (kind_ != "RoiAlign" && kind_ != "PsRoiAlign" && kind_ != "RoiPool" &&
+        kind_ != "PsRoiPool") {
+      throw std::runtime_error("not a RoI op: " + c.op);
+    }
+    const auto grads = c.inputs.find("grads");
+    if (grads != c.inputs.end()) grads_.reset(new DeviceBuffer(grads->second));
+    const auto argmax = c.inputs.find("argmax");
+    if (argmax != c.inputs.end()) {
+      argmax_input_.reset(new DeviceBuffer(argmax->second));
+    }
+  }
+
+  static bool IsGrad(const std::string& op) {
+    return op.size() > 4 && op.compare(op.size() - 4, 4, "Grad") == 0;
+  }
+  bool has_grads() const { return grads_ != nullptr; }
+
+  void Forward() {
+    DispatchFloat(dtype_, [&](auto t) { ForwardAs(t); });
+  }
+  void Backward() {
+    if (!grads_) throw std::runtime_error(case_.name + ": no grads input");
+    DispatchFloat(dtype_, [&](auto t) { BackwardAs(t); });
+  }
+
+  // The outputs of the functor the case names.
+  std::map<std::string, Tensor> Outputs() const {
+    std::map<std::string, Tensor> out;
+    if (IsGrad(case_.op)) {
+      out["grad_features"] =
+          grad_features_.Download(dtype_, case_.Input("features").dims);
+    } else {
+      out["pooled"] = pooled_.Download(dtype_, call_.pooled_dims);
+      if (kind_ == "RoiPool") {
+        out["argmax"] = argmax_.Download(DType::kInt32, call_.pooled_dims);
+      }
+    }
+    return out;
+  }
+
+ private:
+  static int64_t Elements(const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t v : dims) n *= v;
+    return n;
+  }
+  const float* host_rois() const {
+    return reinterpret_cast<const float*>(case_.Input("rois").data.data());
+  }
+  const int32_t* argmax_for_grad() const {
+    // RoiPoolGrad uses the argmax its forward wrote; a case that carries the
+    // CPU forward's argmax uses that one, so both sides scatter alike.
+    return (argmax_input_ ? argmax_input_.get() : &argmax_)->get<int32_t>();
+  }
+
+  template <typename T>
+  void ForwardAs(T) {
+    namespace f = tensorflow::functor;
+    const T* x = features_.get<T>();
+    float* scratch = rois_scratch_.get<float>();
+    if (kind_ == "RoiAlign" || kind_ == "PsRoiAlign") {
+      f::RoiAlign<GPUDevice, T>()(d_, AlignArgs(case_, call_, ps_), x,
+                                  host_rois(), scratch, pooled_.get<T>());
+    } else if (kind_ == "RoiPool") {
+      f::RoiPool<GPUDevice, T>()(d_, PoolArgs(case_, call_), x, host_rois(),
+                                 scratch, pooled_.get<T>(),
+                                 argmax_.get<int32_t>());
+    } else {
+      f::PsRoiPool<GPUDevice, T>()(d_, PoolArgs(case_, call_), x, host_rois(),
+                                   scratch, pooled_.get<T>());
+    }
+  }
+
+  template <typename T>
+  void BackwardAs(T) {
+    namespace f = tensorflow::functor;
+    const T* g = grads_->get<T>();
+    float* scratch = rois_scratch_.get<float>();
+    T* out = grad_features_.get<T>();
+    if (kind_ == "RoiAlign" || kind_ == "PsRoiAlign") {
+      f::RoiAlignGrad<GPUDevice, T>()(d_, AlignArgs(case_, call_, ps_), g,
+                                      host_rois(), scratch, out);
+    } else if (kind_ == "RoiPool") {
+      f::RoiPoolGrad<GPUDevice, T>()(d_, PoolArgs(case_, call_), g, host_rois(),
+                                     scratch, argmax_for_grad(), out);
+    } else {
+      f::PsRoiPoolGrad<GPUDevice, T>()(d_, PoolArgs(case_, call_), g,
+                                       host_rois(), scratch, out);
+    }
+  }
+
+  const Case& case_;
+  const GPUDevice& d_;
+  std::string kind_;
+  bool ps_;
+  RoiCall call_;
+  DType dtype_;
+  DeviceBuffer features_;
+  DeviceBuffer rois_scratch_;
+  DeviceBuffer pooled_;
+  DeviceBuffer argmax_;
+  DeviceBuffer grad_features_;
+  std::unique_ptr<DeviceBuffer> grads_;
+  std::unique_ptr<DeviceBuffer> argmax_input_;
+};
+
+std::map<std::string, Tensor> RunRoi(const Case& c, const GPUDevice& d) {
+  RoiRunner runner(c, d);
+  if (RoiRunner::IsGrad(c.op)) {
+    runner.Backward();
+  } else {
+    runner.Forward();
+  }
+  d.synchronize();
+  return runner.Outputs();
+}
+
+// --- MatrixMul.
+
+std::map<std::string, Tensor> RunMatrixMul(const Case& c, const GPUDevice& d) {
+  const Tensor& a = c.Input("a");
+  const Tensor& b = c.Input("b");
+  const bool ta = c.Attr("transpose_a") != 0;
+  const bool tb = c.Attr("transpose_b") != 0;
+  if (a.dims.size() != 2 || b.dims.size() != 2 || a.dtype != b.dtype) {
+    throw std::runtime_error("a and b must be matrices of one dtype");
+  }
+  const int64_t m = ta ? a.dims[1] : a.dims[0];
+  const int64_t n = tb ? b.dims[0] : b.dims[1];
+  DeviceBuffer da(a), db(b);
+  DeviceBuffer product = DeviceBuffer::Poisoned(m * n * SizeOf(a.dtype));
+  DispatchFloat(a.dtype, [&](auto t) {
+    typedef decltype(t) T;
+    tensorflow::functor::MatrixMul<GPUDevice, T>()(
+        d, typename TTypes<T>::ConstMatrix(da.get<T>(), a.dims[0], a.dims[1]),
+        typename TTypes<T>::ConstMatrix(db.get<T>(), b.dims[0], b.dims[1]), ta,
+        tb, typename TTypes<T>::Matrix(product.get<T>(), m, n));
+  });
+  d.synchronize();
+  return {{"product", product.Download(a.dtype, {m, n})}};
+}
+
+// --- ClipByGlobalNorm and its gradient.
+
+// Inputs named prefix0, prefix1, ... on the device.
+std::vector<DeviceBuffer> Uploads(const Case& c, const std::string& prefix,
+                                  int n) {
+  std::vector<DeviceBuffer> buffers;
+  for (int i = 0; i < n; ++i) {
+    buffers.emplace_back(c.Input(prefix + std::to_string(i)));
+  }
+  return buffers;
+}
+
+// The host value of a scalar input.
+template <typename T>
+T HostScalar(const Tensor& t) {
+  T value;
+  std::memcpy(&value, t.data.data(), sizeof(T));
+  return value;
+}
+
+std::map<std::string, Tensor> RunClip(const Case& c, const GPUDevice& d) {
+  const bool grad = c.op == "ClipByGlobalNormGrad";
+  const int n = static_cast<int>(c.Attr("num_tensors"));
+  const DType dtype = c.Input("clip_norm").dtype;
+  std::vector<DeviceBuffer> t = Uploads(c, "t", n);
+  std::vector<DeviceBuffer> dy =
+      grad ? Uploads(c, "dclipped", n) : std::vector<DeviceBuffer>();
+  std::vector<DeviceBuffer> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(
+        DeviceBuffer::Poisoned(c.Input("t" + std::to_string(i)).data.size()));
+  }
+  DeviceBuffer scalar_out = DeviceBuffer::Poisoned(SizeOf(dtype));
+  std::unique_ptr<DeviceBuffer> dglobal_norm;
+  if (grad) dglobal_norm.reset(new DeviceBuffer(c.Input("dglobal_norm")));
+  std::unique_ptr<DeviceBuffer> scratch;
+
+  DispatchFloat(dtype, [&](auto type) {
+    typedef decltype(type) T;
+    namespace f = tensorflow::functor;
+    f::ConstFlatList<T> inputs, dclipped;
+    f::FlatList<T> outputs;
+    for (int i = 0; i < n; ++i) {
+      const int64_t size = c.Input("t" + std::to_string(i)).NumElements();
+      inputs.emplace_back(t[i].get<T>(), size);
+      if (grad) dclipped.emplace_back(dy[i].get<T>(), size);
+      outputs.emplace_back(out[i].get<T>(), size);
+    }
+    const T clip_norm = HostScalar<T>(c.Input("clip_norm"));
+    typename TTypes<T>::Scalar scalar(scalar_out.get<T>());
+    if (grad) {
+      scratch.reset(new DeviceBuffer(
+          f::ClipByGlobalNormGrad<GPUDevice, T>::ScratchBytes(n)));
+      f::ClipByGlobalNormGrad<GPUDevice, T>()(
+          d, inputs, clip_norm, dclipped,
+          typename TTypes<T>::ConstScalar(dglobal_norm->get<T>()), outputs,
+          scalar, scratch->get<void>());
+    } else {
+      scratch.reset(
+          new DeviceBuffer(f::ClipByGlobalNorm<GPUDevice, T>::ScratchBytes(n)));
+      f::ClipByGlobalNorm<GPUDevice, T>()(d, inputs, clip_norm, outputs, scalar,
+                                          scratch->get<void>());
+    }
+  });
+  d.synchronize();
+  std::map<std::string, Tensor> result;
+  const std::string prefix = grad ? "dt" : "clipped";
+  for (int i = 0; i < n; ++i) {
+    const std::string index = std::to_string(i);
+    result[prefix + index] = out[i].Download(dtype, c.Input("t" + index).dims);
+  }
+  result[grad ? "dclip_norm" : "global_norm"] = scalar_out.Download(dtype, {});
+  return result;
+}
+
+// --- CheckNumericsN: the per-tensor flags its kernel reports.
+
+std::map<std::string, Tensor> RunCheckNumerics(const Case& c,
+                                               const GPUDevice& d) {
+  const int n = static_cast<int>(c.Attr("num_tensors"));
+  std::vector<DeviceBuffer> x = Uploads(c, "x", n);
+  DeviceBuffer flags(n * sizeof(int));
+  d.memset(flags.get<int>(), 0, n * sizeof(int));
+  for (int i = 0; i < n; ++i) {
+    const Tensor& input = c.Input("x" + std::to_string(i));
+    if (input.NumElements() == 0) continue;  // as the op kernel
+    DispatchFloat(input.dtype, [&](auto type) {
+      typedef decltype(type) T;
+      tensorflow::functor::NumericFlags<GPUDevice, T>()(
+          d, typename TTypes<T>::ConstFlat(x[i].get<T>(), input.NumElements()),
+          flags.get<int>() + i);
+    });
+  }
+  d.synchronize();
+  return {{"flags", flags.Download(DType::kInt32, {n})}};
+}
+
+// --- ZeroOut.
+
+std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
+  const Tensor& x = c.Input("x");
+  DeviceBuffer dx(x);
+  DeviceBuffer y = DeviceBuffer::Poisoned(x.data.size());
+  const int64_t keep = static_cast<int64_t>(c.Attr("keep"));
+  DispatchZeroOut(x.dtype, [&](auto type) {
+    typedef decltype(type) T;
+    tensorflow::functor::ZeroOut<GPUDevice, T>()(
+        d, typename TTypes<T>::ConstFlat(dx.get<T>(), x.NumElements()),
+        typename TTypes<T>::Flat(y.get<T>(), x.NumElements()), keep);
+  });
+  d.synchronize();
+  return {{"y", y.Download(x.dtype, x.dims)}};
+}
+
+std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
+  static const std::map<std::string,
+                        std::function<std::map<std::string, Tensor>(
+                            const Case&, const GPUDevice&)>>
+      runners = {
+          {"RoiAlign", RunRoi},
+          {"RoiAlignGrad", RunRoi},
+          {"PsRoiAlign", RunRoi},
+          {"PsRoiAlignGrad", RunRoi},
+          {"RoiPool", RunRoi},
+          {"RoiPoolGrad", RunRoi},
+          {"PsRoiPool", RunRoi},
+          {"PsRoiPoolGrad", RunRoi},
+          {"MatrixMul", RunMatrixMul},
+          {"ClipByGlobalNorm", RunClip},
+          {"ClipByGlobalNormGrad", RunClip},
+          {"CheckNumericsN", RunCheckNumerics},
+          {"ZeroOut", RunZeroOut},
+      };
+  const auto it = runners.find(c.op);
+  if (it == runners.end()) throw std::runtime_error("unknown op " + c.op);
+  std::map<std::string, Tensor> outputs = it->second(c, d);
+  // A fault inside a kernel surfaces at the next synchronisation.
+  Check(cudaStreamSynchronize(d.stream()), "kernel");
+  return outputs;
+}
+
+// --- Benchmark: median milliseconds of the RoI functors, timed with events.
+
+double MedianMs(const GPUDevice& d, int repeats,
+                const std::function<void()>& step) {
+  for (int i = 0; i < 3; ++i) step();
+  cudaEvent_t start, stop;
+  Check(cudaEventCreate(&start), "cudaEventCreate");
+  Check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> times;
+  for (int i = 0; i < repeats; ++i) {
+    Check(cudaEventRecord(start, d.stream()), "cudaEventRecord");
+    step();
+    Check(cudaEventRecord(stop, d.stream()), "cudaEventRecord");
+    Check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms;
+    Check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int Bench(const std::vector<Case>& cases, int repeats, const GPUDevice& d) {
+  for (const Case& c : cases) {
+    RoiRunner runner(c, d);
+    std::ostringstream line;
+    line << "{\"case\": \"" << c.name << "\", \"fwd_ms\": "
+         << MedianMs(d, repeats, [&] { runner.Forward(); });
+    if (runner.has_grads()) {
+      line << ", \"fwd_bwd_ms\": " << MedianMs(d, repeats, [&] {
+        runner.Forward();
+        runner.Backward();
+      });
+    }
+    Check(cudaStreamSynchronize(d.stream()), "kernel");
+    std::cout << line.str() << "}" << std::endl;
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::string cases_path, outputs_path;
+  bool bench = false;
+  int repeats = 50;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--outputs" && i + 1 < argc) {
+      outputs_path = argv[++i];
+    } else if (arg == "--bench") {
+      bench = true;
+    } else if (arg == "--repeats" && i + 1 < argc) {
+      repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (cases_path.empty() && arg[0] != '-') {
+      cases_path = arg;
+    } else {
+      cases_path.clear();
+      break;
+    }
+  }
+  if (cases_path.empty()) {
+    std::cerr << "usage: gpu_check CASES [--outputs FILE]\n"
+                 "       gpu_check --bench CASES [--repeats N]\n";
+    return 2;
+  }
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    std::cerr << "gpu_check: no CUDA device ("
+              << (status != cudaSuccess ? cudaGetErrorString(status)
+                                        : "none found")
+              << ")\n";
+    return 3;
+  }
+  cudaDeviceProp prop;
+  Check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  std::cerr << "device: " << prop.name << ", compute capability " << prop.major
+            << "." << prop.minor << ", " << prop.multiProcessorCount
+            << " multiprocessors; CUDA driver " << driver << ", runtime "
+            << runtime << "\n";
+
+  const std::vector<Case> cases = ReadCases(cases_path);
+  cudaStream_t stream;
+  Check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  Eigen::GpuStreamDevice stream_device(&stream, 0);
+  const GPUDevice d(&stream_device);
+  if (bench) return Bench(cases, repeats, d);
+
+  std::map<std::string, Case> actual;
+  std::map<std::string, std::string> errors;
+  for (const Case& c : cases) {
+    try {
+      Case out;
+      out.name = c.name;
+      out.op = c.op;
+      out.outputs = Run(c, d);
+      actual[c.name] = std::move(out);
+    } catch (const std::exception& e) {
+      errors[c.name] = e.what();
+    }
+  }
+  const int failed = Report(cases, actual, errors, std::cout);
+  if (!outputs_path.empty()) {
+    std::vector<Case> written;
+    for (auto& [name, c] : actual) written.push_back(std::move(c));
+    WriteCases(outputs_path, written);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace gpu_check
+
+int main(int argc, char** argv) {
+  try {
+    return gpu_check::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu_check: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,49 @@
+"""The gpu_check executable (built under --config=cuda): it needs no
+TensorFlow library, and it runs every case where a GPU is present, or says
+there is none and fails."""
+
+import os
+import subprocess
+import tempfile
+
+import tensorflow as tf
+
+from tools.gpu_check import case_file, make_cases
+
+_BINARY = os.path.join(os.path.dirname(__file__), "gpu_check")
+
+
+class GpuCheckTest(tf.test.TestCase):
+    def test_needs_no_tensorflow_or_cuda_library(self):
+        ldd = subprocess.run(
+            ["ldd", _BINARY], capture_output=True, text=True, check=True
+        )
+        for library in ("tensorflow", "cudart", "libstdc++", "libgcc_s"):
+            self.assertNotIn(library, ldd.stdout)
+        self.assertIn("libc.so", ldd.stdout)
+
+    def test_usage(self):
+        result = subprocess.run([_BINARY], capture_output=True, text=True, check=False)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("usage: gpu_check CASES", result.stderr)
+
+    def test_runs_every_case_or_says_no_device(self):
+        cases = make_cases.all_cases()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "cases")
+            case_file.write(path, cases)
+            result = subprocess.run(
+                [_BINARY, path], capture_output=True, text=True, check=False
+            )
+        if result.returncode == 3:
+            self.assertRegex(result.stderr, r"^gpu_check: no CUDA device \(.+\)\n$")
+            self.assertEqual(result.stdout, "")
+        else:
+            self.assertEqual(
+                result.stdout.splitlines()[-1], f"{len(cases)} passed, 0 failed"
+            )
+            self.assertEqual(result.returncode, 0)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,208 @@
+"""The GPU check's cases and its comparison, tested on the CPU: the cases cover
+every op and dtype, regenerate byte for byte, and compare_outputs (the
+comparison gpu_check runs) passes the CPU outputs and catches planted wrong
+ones."""
+
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import kernels
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python.ops import load_library
+from tools.gpu_check import case_file, make_cases
+
+_PREFIX = "CustomOps>"
+_FIXED_INPUTS = ("rois", "argmax")  # float32 / int32 whatever the op's dtype
+
+
+def _case_dtypes(case):
+    return {t.dtype for k, t in case.inputs.items() if k not in _FIXED_INPUTS}
+
+
+def _kernel_dtypes(op_def, device):
+    """The dtypes `device`'s kernels of the op accept; a kernel without a type
+    constraint (CheckNumericsN's list) accepts every type the OpDef allows. A
+    GPU kernel with every argument in host memory (ZeroOut's int32) runs the
+    CPU functor, so it has no GPU functor to check."""
+    args = {a.name for a in list(op_def.input_arg) + list(op_def.output_arg)}
+    dtypes = set()
+    for kernel in kernels.get_registered_kernels_for_op(op_def.name).kernel:
+        if kernel.device_type != device or args <= set(kernel.host_memory_arg):
+            continue
+        constrained = [c.allowed_values.list.type for c in kernel.constraint]
+        if not constrained:
+            constrained = [
+                a.allowed_values.list.type
+                for a in op_def.attr
+                if a.type in ("type", "list(type)")
+            ]
+        for types in constrained:
+            dtypes |= {tf.dtypes.as_dtype(t).name for t in types}
+    return dtypes
+
+
+def _compare(cases_path, actual_path):
+    binary = os.path.join(os.path.dirname(__file__), "compare_outputs")
+    result = subprocess.run(
+        [binary, cases_path, actual_path], capture_output=True, text=True, check=False
+    )
+    lines = result.stdout.splitlines()
+    failed = {line.split()[1].rstrip(":") for line in lines if line.startswith("FAIL ")}
+    return result.returncode, failed, lines[-1] if lines else result.stderr
+
+
+def _outputs_only(cases):
+    return [case_file.Case(c.name, c.op, {}, {}, dict(c.outputs)) for c in cases]
+
+
+def _shift(tensor, rtol, atol):
+    """A copy of `tensor` whose first element moved well beyond tolerance."""
+    values = tensor.as_float64().ravel()
+    e = values[0]
+    if tensor.dtype.startswith(("int", "uint")):
+        moved = e + 1
+    else:
+        moved = e + max(4 * (atol + rtol * abs(e)), 1.0)
+    return _with_first(tensor, moved)
+
+
+def _with_first(tensor, value):
+    new = tensor.value.copy().ravel()
+    if tensor.dtype == "bfloat16":
+        bits = np.array([value], np.float32).view(np.uint32)
+        new[0] = ((bits + 0x8000) >> 16).astype(np.uint16)[0]
+    else:
+        new[0] = value
+    return case_file.Tensor(tensor.dtype, new.reshape(tensor.value.shape))
+
+
+class MakeCasesTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cases = make_cases.all_cases()
+        cls.data = case_file.dumps(cls.cases)
+
+    def test_regenerates_byte_for_byte(self):
+        self.assertEqual(case_file.dumps(make_cases.all_cases()), self.data)
+
+    def test_file_round_trip(self):
+        again = case_file.loads(self.data)
+        self.assertEqual(case_file.dumps(again), self.data)
+        self.assertEqual([c.name for c in again], [c.name for c in self.cases])
+        with self.assertRaisesRegex(ValueError, "truncated"):
+            case_file.loads(self.data[:-1])
+        with self.assertRaisesRegex(ValueError, "bad magic"):
+            case_file.loads(b"X" + self.data[1:])
+
+    def test_every_op_in_every_gpu_dtype(self):
+        by_op = {}
+        for case in self.cases:
+            by_op.setdefault(case.op, set()).update(_case_dtypes(case))
+        op_defs = load_library.op_list().op
+        self.assertNotEmpty(op_defs)
+        for op_def in op_defs:
+            op, name = op_def.name, op_def.name[len(_PREFIX) :]
+            self.assertIn(
+                name, by_op, f"{op} has no GPU check case: add one to make_cases.py"
+            )
+            gpu = _kernel_dtypes(op_def, "GPU")
+            if tfco.build_info()["cuda"]:
+                self.assertEqual(by_op[name], gpu, f"{op}: cases vs GPU kernels")
+            else:
+                self.assertEmpty(gpu)
+                self.assertLessEqual(by_op[name], _kernel_dtypes(op_def, "CPU"), op)
+
+    def test_cases_cover_hard_inputs(self):
+        names = [c.name for c in self.cases]
+        for op in ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"):
+            for layout in ("NHWC", "NCHW"):
+                self.assertIn(f"{op}/float32/{layout}/no_boxes/grad", names)
+        self.assertIn("roi_align/float32/NHWC/many_boxes/fwd", names)
+        flags = [
+            c.outputs["flags"].value for c in self.cases if c.op == "CheckNumericsN"
+        ]
+        for f in flags:
+            self.assertAllEqual(f, [0, 1, 2, 3])
+        clip_nan = [c for c in self.cases if c.name.endswith("/nan/fwd")]
+        self.assertTrue(
+            all(np.isnan(c.outputs["global_norm"].as_float64()) for c in clip_nan)
+        )
+
+    def test_comparison_passes_cpu_outputs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cases_path = os.path.join(tmp, "cases")
+            actual_path = os.path.join(tmp, "actual")
+            case_file.write(cases_path, self.cases)
+            case_file.write(actual_path, _outputs_only(self.cases))
+            rc, failed, summary = _compare(cases_path, actual_path)
+        self.assertEqual(failed, set())
+        self.assertEqual(summary, f"{len(self.cases)} passed, 0 failed")
+        self.assertEqual(rc, 0)
+
+    def test_comparison_catches_planted_errors(self):
+        actual = _outputs_only(self.cases)
+        planted = set()
+        within = set()
+        first_of_op = {}
+        for i, case in enumerate(self.cases):
+            first_of_op.setdefault(case.op, i)
+        for i in first_of_op.values():
+            case, wrong = self.cases[i], actual[i]
+            key = sorted(case.outputs)[0]
+            wrong.outputs[key] = _shift(
+                case.outputs[key], case.attrs["rtol"], case.attrs["atol"]
+            )
+            planted.add(case.name)
+        # A NaN where the CPU has a number, a missing output, a missing case.
+        align = next(
+            i
+            for i, c in enumerate(self.cases)
+            if c.op == "RoiAlign" and i not in first_of_op.values()
+        )
+        actual[align].outputs["pooled"] = _with_first(
+            self.cases[align].outputs["pooled"], np.nan
+        )
+        planted.add(self.cases[align].name)
+        clip = next(
+            i
+            for i, c in enumerate(self.cases)
+            if c.op == "ClipByGlobalNorm" and i not in first_of_op.values()
+        )
+        del actual[clip].outputs["global_norm"]
+        planted.add(self.cases[clip].name)
+        dropped = len(actual) - 1
+        planted.add(actual[dropped].name)
+        # Differences inside the tolerance pass.
+        for i, case in enumerate(self.cases):
+            if (
+                case.attrs["atol"] > 0
+                and case.name not in planted
+                and case.op == "MatrixMul"
+            ):
+                tensor = case.outputs["product"]
+                e = tensor.as_float64().ravel()[0]
+                actual[i].outputs["product"] = _with_first(
+                    tensor, e + 0.5 * case.attrs["atol"]
+                )
+                within.add(case.name)
+        self.assertNotEmpty(within)
+        with tempfile.TemporaryDirectory() as tmp:
+            cases_path = os.path.join(tmp, "cases")
+            actual_path = os.path.join(tmp, "actual")
+            case_file.write(cases_path, self.cases)
+            case_file.write(actual_path, actual[:dropped])
+            rc, failed, summary = _compare(cases_path, actual_path)
+        self.assertEqual(failed, planted)
+        self.assertEqual(
+            summary, f"{len(self.cases) - len(planted)} passed, {len(planted)} failed"
+        )
+        self.assertEqual(rc, 1)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs the GPU check on a machine with an NVIDIA GPU and no TensorFlow.
+#
+# Here (with TensorFlow, nvcc and Bazel):
+#   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR]
+# builds gpu_check under --config=cuda, writes the cases from the CPU
+# kernels, and puts both, with this script and torchvision_compare.py, in DIR
+# (default .gpu_check, ignored by git; about 10 MB). Carry DIR to the GPU
+# machine (scp, or a device tool's carried paths), then there:
+#   DIR/run_on_gpu_machine.sh run [OUT]
+# runs every case (one line each, then "N passed, N failed") and, where
+# PyTorch with torchvision is importable, compares the RoI results with
+# torchvision's CUDA ops and times both. Logs and JSON go to OUT (default
+# DIR/results). The exit status is gpu_check's.
+set -uo pipefail
+
+case "${1:-}" in
+  prepare)
+    set -e
+    cd "$(dirname "$0")/../.."
+    dir="${2:-.gpu_check}"
+    mkdir -p "${dir}"
+    bazel build --config=cuda //tools/gpu_check:gpu_check
+    bazel run --config=cuda //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
+    cp -f bazel-bin/tools/gpu_check/gpu_check tools/gpu_check/run_on_gpu_machine.sh \
+      tools/gpu_check/case_file.py tools/gpu_check/torchvision_compare.py "${dir}/"
+    chmod u+w "${dir}"/*
+    du -sh "${dir}"
+    ;;
+  run)
+    dir="$(cd "$(dirname "$0")" && pwd)"
+    out="${2:-${dir}/results}"
+    mkdir -p "${out}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+      | tee "${out}/device.txt"
+    "${dir}/gpu_check" "${dir}/cases.bin" --outputs "${out}/gpu_outputs.bin" \
+      2>&1 | tee "${out}/gpu_check.log"
+    status=${PIPESTATUS[0]}
+    if python3 -c "import torch, torchvision" 2>/dev/null; then
+      PYTHONUNBUFFERED=1 python3 "${dir}/torchvision_compare.py" --dir "${dir}" --out "${out}" \
+        2>&1 | tee "${out}/torchvision.log"
+    else
+      echo "torchvision not importable: parity and timing skipped"
+    fi
+    exit "${status}"
+    ;;
+  *)
+    echo "usage: $0 prepare [DIR] | run [OUT]" >&2
+    exit 2
+    ;;
+esac
