@@ -15,6 +15,7 @@ from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
 )
 from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.roi_ops import (
+    multi_scale_roi_align,
     ps_roi_align,
     ps_roi_pool,
     roi_align,
@@ -45,6 +46,7 @@ def build_info():
 __all__ = [
     "build_info",
     "layers",
+    "multi_scale_roi_align",
     "ps_roi_align",
     "ps_roi_pool",
     "roi_align",

@@ -86,6 +86,13 @@ class CheckNumericsNTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(x.shape.as_list(), [None, 3])
         self.assertEqual(y.shape, tf.TensorShape(None))
 
+    def test_single_tensor_is_a_type_error(self):
+        for tensors in (tf.ones([3]), np.ones([3])):
+            with self.assertRaisesRegex(
+                TypeError, r"tensors must be a list of tensors, got .*wrap a single"
+            ):
+                tfco.check_numerics_n(tensors, "x")
+
     def test_empty_list(self):
         with self.assertRaisesRegex(ValueError, r"tensors must not be empty"):
             tfco.check_numerics_n([], "m")

@@ -117,6 +117,44 @@ class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
             y = util.call(op, x, case.rois, case)
         self.assertAllEqual(grad_fn(x, case.rois), tape.gradient(y, x))
 
+    @parameterized.product(op=util.OP_NAMES, data_format=["NHWC", "NCHW"], seed=[0, 1])
+    def test_second_order_matches_numeric_jacobian(self, op, data_format, seed):
+        # The first-order gradient as a function of the incoming gradient: its
+        # Jacobian is what the gradient ops' own gradients compute.
+        case = _small_case(op, seed, spatial_scale=0.5)
+        features = util.layout(case.features_nhwc, data_format)
+
+        def first_order(upstream):
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                y = util.call(op, features, case.rois, case, data_format=data_format)
+            return tape.gradient(y, features, output_gradients=upstream)
+
+        shape = util.call(op, features, case.rois, case, data_format=data_format).shape
+        upstream = tf.constant(np.random.default_rng(seed).standard_normal(shape))
+        theoretical, numerical = tf.test.compute_gradient(first_order, [upstream])
+        self.assertAllClose(theoretical[0], numerical[0], rtol=1e-6, atol=1e-6)
+        self.assertGreater(np.count_nonzero(theoretical[0]), 10)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_gradient_penalty(self, op):
+        # A gradient penalty differentiates the features' gradient with
+        # respect to weights applied after the op (it used to get None).
+        case = _small_case(op, seed=8, spatial_scale=0.5)
+        features = tf.constant(case.features_nhwc)
+        rng = np.random.default_rng(8)
+        weights = tf.constant(rng.standard_normal([util.pooled_channels(op, case)]))
+
+        def penalty(w):
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                score = tf.reduce_sum(util.call(op, features, case.rois, case) * w)
+            return tf.reduce_sum(tape.gradient(score, features) ** 2)
+
+        theoretical, numerical = tf.test.compute_gradient(penalty, [weights])
+        self.assertAllClose(theoretical[0], numerical[0], rtol=1e-6, atol=1e-6)
+        self.assertGreater(np.count_nonzero(theoretical[0]), 0)
+
     def test_roi_pool_gradient_goes_to_argmax(self):
         features = tf.reshape(tf.range(16.0), [1, 4, 4, 1])
         with tf.GradientTape() as tape:

@@ -1,5 +1,8 @@
-"""tfco.layers RoI layers: config round trips, output shapes in both layouts,
-constructor validation, and gradients through the layers."""
+"""tfco.layers RoI layers: config round trips, output shapes in both layouts
+and every box form, Keras conventions (names, data_format, autocast,
+supports_jit), constructor validation, and gradients through the layers."""
+
+from unittest import mock
 
 import keras
 import numpy as np
@@ -24,23 +27,44 @@ _LAYERS = [
         tfco.layers.PSRoIAlign,
         {"output_size": (2, 3), "spatial_scale": 0.5, "sampling_ratio": 2},
     ),
+    (
+        tfco.layers.MultiScaleRoIAlign,
+        {
+            "output_size": (2, 3),
+            "spatial_scales": [0.5, 0.25],
+            "sampling_ratio": 2,
+            "aligned": True,
+            "canonical_scale": 8,
+            "canonical_level": 2,
+        },
+    ),
 ]
+_KERAS_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
 _ROIS = np.array(
     [[0, 1.0, 1.0, 9.0, 7.0], [1, 0.0, 2.0, 5.0, 11.0], [0, 3.0, 0.0, 11.0, 11.0]],
     np.float32,
 )
 
 
-def _features(data_format, channels=12):
-    shape = (2, 6, 7, channels) if data_format == "NHWC" else (2, channels, 6, 7)
+def _features(data_format, channels=12, size=(6, 7)):
+    shape = (2, *size, channels) if data_format == "NHWC" else (2, channels, *size)
     return np.random.default_rng(0).normal(size=shape).astype(np.float32)
+
+
+def _inputs(cls, data_format="NHWC", rois=_ROIS):
+    """[features, rois] for a layer: a two-level pyramid for MultiScaleRoIAlign."""
+    features = _features(data_format)
+    if cls is tfco.layers.MultiScaleRoIAlign:
+        coarse = _features(data_format, size=(3, 4))
+        return [[features, coarse], rois]
+    return [features, rois]
 
 
 class RoiLayersTest(tf.test.TestCase):
     def test_exported(self):
         self.assertEqual(
             sorted(tfco.layers.__all__),
-            ["PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool"],
+            ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool"],
         )
 
     def test_config_round_trip(self):
@@ -50,7 +74,7 @@ class RoiLayersTest(tf.test.TestCase):
                     layer = cls(data_format=data_format, name="roi", **kwargs)
                     config = layer.get_config()
                     self.assertEqual(config["output_size"], [2, 3])
-                    self.assertEqual(config["data_format"], data_format)
+                    self.assertEqual(config["data_format"], _KERAS_FORMATS[data_format])
                     for key, value in kwargs.items():
                         if key != "output_size":
                             self.assertEqual(config[key], value)
@@ -65,44 +89,69 @@ class RoiLayersTest(tf.test.TestCase):
                     self.assertEqual(restored.get_config(), config)
 
     def test_restored_layer_computes_the_same(self):
-        features = _features("NHWC")
         for cls, kwargs in _LAYERS:
             with self.subTest(layer=cls.__name__):
                 layer = cls(**kwargs)
                 restored = keras.saving.deserialize_keras_object(
                     keras.saving.serialize_keras_object(layer)
                 )
-                self.assertAllEqual(
-                    layer([features, _ROIS]), restored([features, _ROIS])
-                )
+                self.assertAllEqual(layer(_inputs(cls)), restored(_inputs(cls)))
 
     def test_output_shapes(self):
+        boxes = np.stack([_ROIS[:2, 1:], _ROIS[1:, 1:]])  # [N=2, K=2, 4]
+        ragged = tf.RaggedTensor.from_row_lengths(_ROIS[:, 1:], [1, 2])
         for cls, kwargs in _LAYERS:
             ps = cls in (tfco.layers.PSRoIPool, tfco.layers.PSRoIAlign)
             channels = 2 if ps else 12
-            for data_format, expected in (
-                ("NHWC", (3, 2, 3, channels)),
-                ("NCHW", (3, channels, 2, 3)),
+            for data_format, pooled in (
+                ("NHWC", (2, 3, channels)),
+                ("NCHW", (channels, 2, 3)),
             ):
-                with self.subTest(layer=cls.__name__, data_format=data_format):
-                    layer = cls(data_format=data_format, **kwargs)
-                    features = _features(data_format)
-                    self.assertEqual(tuple(layer([features, _ROIS]).shape), expected)
-                    self.assertEqual(
-                        layer.compute_output_shape([features.shape, _ROIS.shape]),
-                        expected,
-                    )
-                    # Symbolic inputs: K unknown, independent of the image batch.
-                    image_shape = features.shape[1:]
-                    symbolic = layer(
-                        [keras.Input(image_shape), keras.Input((5,), batch_size=None)]
-                    )
-                    self.assertEqual(tuple(symbolic.shape), (None, *expected[1:]))
+                layer = cls(data_format=data_format, **kwargs)
+                for rois, leading, extra in (
+                    (_ROIS, (3,), []),
+                    (boxes, (2, 2), []),
+                    (boxes, (2, 2), [np.array([2, 1], np.int32)]),
+                    (ragged, (2, None), []),
+                ):
+                    with self.subTest(
+                        layer=cls.__name__, data_format=data_format, rois=leading
+                    ):
+                        inputs = _inputs(cls, data_format, rois) + extra
+                        out = layer(inputs)
+                        self.assertEqual(
+                            isinstance(out, tf.RaggedTensor),
+                            isinstance(rois, tf.RaggedTensor),
+                        )
+                        expected = (*leading, *pooled)
+                        self.assertEqual(tuple(out.shape), expected)
+                        shapes = tf.nest.map_structure(lambda t: t.shape, inputs)
+                        self.assertEqual(layer.compute_output_shape(shapes), expected)
+                        # Keras inputs: the batch dimension unknown, K unknown
+                        # and independent of it.
+                        symbolic = layer(
+                            tf.nest.map_structure(
+                                lambda t: keras.Input(
+                                    batch_shape=(None, *t.shape[1:]),
+                                    dtype=t.dtype,
+                                    ragged=isinstance(t, tf.RaggedTensor),
+                                ),
+                                inputs,
+                            )
+                        )
+                        self.assertEqual(tuple(symbolic.shape), (None, *expected[1:]))
+                        self.assertEqual(
+                            symbolic.ragged, isinstance(rois, tf.RaggedTensor)
+                        )
 
     def test_matches_the_op(self):
         features = _features("NCHW")
         layer = tfco.layers.RoIAlign(
-            7, spatial_scale=0.5, sampling_ratio=2, aligned=True, data_format="NCHW"
+            7,
+            spatial_scale=0.5,
+            sampling_ratio=2,
+            aligned=True,
+            data_format="channels_first",
         )
         expected = tfco.roi_align(
             features,
@@ -115,58 +164,147 @@ class RoiLayersTest(tf.test.TestCase):
         )
         self.assertAllEqual(layer([features, _ROIS]), expected)
 
+    def test_data_format_defaults_to_keras_config(self):
+        for image_data_format, expected in (
+            ("channels_first", "NCHW"),
+            ("channels_last", "NHWC"),
+        ):
+            with mock.patch.object(
+                keras.config, "image_data_format", return_value=image_data_format
+            ):
+                for cls, kwargs in _LAYERS:
+                    self.assertEqual(cls(**kwargs).data_format, expected)
+
+    def test_readable_default_names(self):
+        names = [cls(**kwargs).name for cls, kwargs in _LAYERS]
+        self.assertEqual(
+            [n.rsplit("_", 1)[0] if n[-1].isdigit() else n for n in names],
+            [
+                "roi_pool",
+                "roi_align",
+                "ps_roi_pool",
+                "ps_roi_align",
+                "multi_scale_roi_align",
+            ],
+        )
+        self.assertEqual(tfco.layers.RoIAlign(2, name="pool").name, "pool")
+
+    def test_boxes_are_never_autocast(self):
+        # Keras would round box coordinates to the compute dtype: 1030.5
+        # becomes 1032 in bfloat16, 601 becomes 600.
+        features = _features("NHWC", channels=4, size=(40, 40))
+        boxes = np.array([[[100.0, 201.0, 1030.5, 601.0]]], np.float32)
+        for policy, dtype in (
+            ("mixed_bfloat16", tf.bfloat16),
+            ("mixed_float16", tf.float16),
+        ):
+            with self.subTest(policy=policy):
+                layer = tfco.layers.RoIAlign(
+                    2, spatial_scale=1 / 32, sampling_ratio=2, dtype=policy
+                )
+                got = layer([features[:1], boxes])
+                self.assertEqual(got.dtype, dtype)
+                expected = tfco.roi_align(
+                    tf.cast(features[:1], dtype),
+                    boxes,
+                    2,
+                    spatial_scale=1 / 32,
+                    sampling_ratio=2,
+                )
+                self.assertAllEqual(got, expected)
+                rounded = tfco.roi_align(
+                    tf.cast(features[:1], dtype),
+                    tf.cast(tf.cast(boxes, dtype), tf.float32),
+                    2,
+                    spatial_scale=1 / 32,
+                    sampling_ratio=2,
+                )
+                self.assertNotAllEqual(got, rounded)
+
+    def test_compile_does_not_pick_xla(self):
+        # Keras' jit_compile="auto" means XLA when a GPU is listed and every
+        # layer reports supports_jit; these layers have no XLA kernels.
+        images = keras.Input((6, 7, 12))
+        boxes = keras.Input((None, 4))
+        pooled = tfco.layers.RoIAlign(2)([images, boxes])
+        model = keras.Model([images, boxes], keras.layers.Flatten()(pooled))
+        gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
+        with mock.patch.object(tf.config, "list_physical_devices", return_value=[gpu]):
+            model.compile(loss="mse")
+        self.assertFalse(model.jit_compile)
+        for cls, kwargs in _LAYERS:
+            self.assertFalse(cls(**kwargs).supports_jit)
+
     def test_gradients_flow(self):
-        features = tf.constant(_features("NHWC"))
         for cls, kwargs in _LAYERS:
             with self.subTest(layer=cls.__name__):
+                inputs = tf.nest.map_structure(tf.constant, _inputs(cls))
                 with tf.GradientTape() as tape:
-                    tape.watch(features)
-                    loss = tf.reduce_sum(cls(**kwargs)([features, _ROIS]) ** 2)
-                grad = tape.gradient(loss, features)
-                self.assertEqual(grad.shape, features.shape)
+                    tape.watch(inputs)
+                    loss = tf.reduce_sum(cls(**kwargs)(inputs) ** 2)
+                grad = tape.gradient(loss, tf.nest.flatten(inputs)[0])
                 self.assertGreater(float(tf.reduce_sum(tf.abs(grad))), 0.0)
 
     def test_bad_constructor_args(self):
         cases = [
-            ({"output_size": 0}, "output_size must be positive"),
-            ({"output_size": (2, 2, 2)}, "output_size must be an int or a pair"),
-            ({"output_size": 2.5}, "output_size must be an int or a pair"),
-            ({"output_size": 2, "spatial_scale": 0}, "spatial_scale must be a finite"),
-            ({"output_size": 2, "spatial_scale": float("nan")}, "finite positive"),
-            ({"output_size": 2, "spatial_scale": "1"}, "spatial_scale must be"),
-            ({"output_size": 2, "data_format": "NCWH"}, "data_format must be"),
-            ({"output_size": 2, "data_format": "channels_last"}, "'NHWC' or 'NCHW'"),
+            ({"output_size": 0}, ValueError, "output_size must be positive"),
+            ({"output_size": (2, 2, 2)}, TypeError, "output_size must be an int"),
+            ({"output_size": 2.5}, TypeError, "output_size must be an int or a pair"),
+            ({"output_size": 2, "data_format": "NCWH"}, ValueError, "data_format"),
         ]
-        for cls, _ in _LAYERS:
-            for kwargs, message in cases:
+        for cls, kwargs in _LAYERS:
+            for override, error, message in cases:
+                with self.subTest(layer=cls.__name__, override=override):
+                    with self.assertRaisesRegex(error, message):
+                        cls(**{**kwargs, **override})
+        single_scale_cases = [
+            ({"spatial_scale": 0}, "spatial_scale must be a finite"),
+            ({"spatial_scale": float("nan")}, "finite positive"),
+            ({"spatial_scale": "1"}, "spatial_scale must be"),
+        ]
+        for cls, _ in _LAYERS[:4]:
+            for kwargs, message in single_scale_cases:
                 with self.subTest(layer=cls.__name__, kwargs=kwargs):
                     with self.assertRaisesRegex(ValueError, message):
-                        cls(**kwargs)
+                        cls(2, **kwargs)
         align_cases = [
             ({"sampling_ratio": 65}, "sampling_ratio must be at most 64"),
             ({"sampling_ratio": 2.0}, "sampling_ratio must be an int"),
             ({"sampling_ratio": True}, "sampling_ratio must be an int"),
+            ({"aligned": 1}, "aligned must be a bool"),
         ]
-        for cls in (tfco.layers.RoIAlign, tfco.layers.PSRoIAlign):
-            for kwargs, message in align_cases:
-                with self.subTest(layer=cls.__name__, kwargs=kwargs):
+        for cls, kwargs in _LAYERS[1::2] + _LAYERS[4:]:
+            for override, message in align_cases:
+                with self.subTest(layer=cls.__name__, override=override):
                     with self.assertRaisesRegex(ValueError, message):
-                        cls(2, **kwargs)
-        with self.assertRaisesRegex(ValueError, "aligned must be a bool"):
-            tfco.layers.RoIAlign(2, aligned=1)
+                        cls(**{**kwargs, **override})
+        multi_scale = tfco.layers.MultiScaleRoIAlign
+        with self.assertRaisesRegex(ValueError, "needs spatial_scales, or image_size"):
+            multi_scale(2)
+        with self.assertRaisesRegex(ValueError, "canonical_level must be an int"):
+            multi_scale(2, image_size=32, canonical_level=4.0)
+        with self.assertRaisesRegex(ValueError, "canonical_scale must be positive"):
+            multi_scale(2, image_size=32, canonical_scale=0)
 
     def test_bad_input_shapes(self):
         layer = tfco.layers.PSRoIAlign((2, 3))
-        with self.assertRaisesRegex(ValueError, r"takes \[features, rois\]"):
+        with self.assertRaisesRegex(ValueError, r"takes \[features, boxes\]"):
             layer.compute_output_shape((2, 6, 7, 12))
         with self.assertRaisesRegex(ValueError, "features must have rank 4"):
             layer.compute_output_shape([(6, 7, 12), (3, 5)])
-        with self.assertRaisesRegex(ValueError, r"rois must have shape \[K, 5\]"):
+        with self.assertRaisesRegex(
+            ValueError, r"boxes must have shape \[N, K, 4\] or \[K, 5\]"
+        ):
             layer.compute_output_shape([(2, 6, 7, 12), (3, 4)])
+        with self.assertRaisesRegex(ValueError, r"box_counts needs boxes of shape"):
+            layer.compute_output_shape([(2, 6, 7, 12), (3, 5), (2,)])
         with self.assertRaisesRegex(
             ValueError, r"channels \(10\) must be divisible by .* \(6\)"
         ):
             layer([keras.Input((6, 7, 10)), keras.Input((5,))])
+        multi_scale = tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[1.0])
+        with self.assertRaisesRegex(ValueError, "takes a list of feature maps"):
+            multi_scale.compute_output_shape([(2, 6, 7, 12), (3, 5)])
 
 
 if __name__ == "__main__":

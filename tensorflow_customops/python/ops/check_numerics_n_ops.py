@@ -1,6 +1,8 @@
 """CustomOps>CheckNumericsN: tf.debugging.check_numerics for a list of tensors
 in one op, and its pass-through gradient."""
 
+import collections.abc
+
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
@@ -22,6 +24,7 @@ def check_numerics_n(tensors, message, name=None):
       inputs) downstream so that the check runs before they are used.
 
     Raises:
+      TypeError: if `tensors` is not a list.
       ValueError: if `tensors` is empty.
       InvalidArgumentError: naming `message`, the index of the first tensor
         holding NaN or Inf, and which of them it holds.
@@ -37,6 +40,13 @@ def check_numerics_n(tensors, message, name=None):
     ...     print("after layer 3: CheckNumericsN found Inf in tensors[1]" in e.message)
     True
     """
+    if isinstance(tensors, (str, bytes)) or not isinstance(
+        tensors, collections.abc.Sequence
+    ):
+        raise TypeError(
+            "check_numerics_n: tensors must be a list of tensors, got "
+            f"{type(tensors).__name__} (wrap a single tensor as [t])"
+        )
     if not tensors:
         raise ValueError("check_numerics_n: tensors must not be empty")
     return _ops.custom_ops_check_numerics_n(

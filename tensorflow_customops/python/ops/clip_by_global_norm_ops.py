@@ -1,11 +1,14 @@
 """CustomOps>ClipByGlobalNorm: tf.clip_by_global_norm in one op, and its
 gradient."""
 
+import collections.abc
+
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
 
 _ops = load_library.load_op_library()
+_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
 
 def clip_by_global_norm(t_list, clip_norm, name=None):
@@ -21,36 +24,67 @@ def clip_by_global_norm(t_list, clip_norm, name=None):
     order: the same bits for any number of threads.
 
     Args:
-      t_list: A non-empty list of `Tensor`s of one type: `float16`,
-        `bfloat16`, `float32` or `float64`, of any shapes.
+      t_list: A list of `Tensor`s of one type: `float16`, `bfloat16`,
+        `float32` or `float64`, of any shapes. As in `tf.clip_by_global_norm`,
+        `None` entries (variables without a gradient) are skipped and stay
+        `None`, and `tf.IndexedSlices` are clipped through their values.
       clip_norm: A scalar, converted to the dtype of `t_list`. Values `<= 0`
         behave as in `tf.clip_by_global_norm`.
       name: A name for the operation (optional).
 
     Returns:
       A pair `(clipped, global_norm)`: the list of scaled tensors, and the
-      scalar global norm of `t_list` before clipping.
+      scalar global norm of `t_list` before clipping (a float32 0 when
+      `t_list` holds no tensor).
 
     Raises:
-      ValueError: if `t_list` is empty.
+      TypeError: if `t_list` is not a list, or holds tensors of a type other
+        than the above, or of more than one type.
       InvalidArgumentError: if `clip_norm` is not a scalar.
 
     Example:
 
-    >>> clipped, norm = tfco.clip_by_global_norm([[3.0], [4.0]], 1.0)
+    >>> clipped, norm = tfco.clip_by_global_norm([[3.0], None, [4.0]], 1.0)
     >>> norm
     <tf.Tensor: shape=(), dtype=float32, numpy=5.0>
-    >>> clipped[1]
+    >>> clipped[1] is None
+    True
+    >>> clipped[2]
     <tf.Tensor: shape=(1,), dtype=float32, numpy=array([0.8], dtype=float32)>
     """
-    if not t_list:
-        raise ValueError("clip_by_global_norm: t_list must not be empty")
-    t_list = [tf.convert_to_tensor(t) for t in t_list]
-    clip_norm = tf.convert_to_tensor(clip_norm, dtype=t_list[0].dtype)
-    clipped, global_norm = _ops.custom_ops_clip_by_global_norm(
-        t=t_list, clip_norm=clip_norm, name=name
+    if isinstance(t_list, (str, bytes)) or not isinstance(
+        t_list, collections.abc.Sequence
+    ):
+        raise TypeError(
+            "clip_by_global_norm: t_list must be a list of tensors, got "
+            f"{type(t_list).__name__} (wrap a single tensor as [t])"
+        )
+    present = [i for i, t in enumerate(t_list) if t is not None]
+    clipped = [None] * len(t_list)
+    if not present:
+        return clipped, tf.constant(0.0)
+    values = [_dense_values(t_list[i]) for i in present]
+    dtypes = {v.dtype for v in values}
+    if len(dtypes) > 1 or not dtypes <= set(_DTYPES):
+        names = sorted(d.name for d in dtypes)
+        raise TypeError(
+            "clip_by_global_norm: t_list must hold tensors of one type among "
+            f"float16, bfloat16, float32 and float64, got {names}"
+        )
+    clip_norm = tf.convert_to_tensor(clip_norm, dtype=values[0].dtype)
+    scaled, global_norm = _ops.custom_ops_clip_by_global_norm(
+        t=values, clip_norm=clip_norm, name=name
     )
+    for i, value in zip(present, scaled):
+        t = t_list[i]
+        if isinstance(t, tf.IndexedSlices):
+            value = tf.IndexedSlices(value, t.indices, t.dense_shape)
+        clipped[i] = value
     return clipped, global_norm
+
+
+def _dense_values(t):
+    return t.values if isinstance(t, tf.IndexedSlices) else tf.convert_to_tensor(t)
 
 
 @tf.RegisterGradient("CustomOps>ClipByGlobalNorm")
@@ -67,4 +101,12 @@ def _clip_by_global_norm_grad(op, *grads):
     return list(dt) + [dclip_norm]
 
 
-tf.no_gradient("CustomOps>ClipByGlobalNormGrad")
+@tf.RegisterGradient("CustomOps>ClipByGlobalNormGrad")
+def _clip_by_global_norm_second_order(op, *grads):
+    """Raises: a silent None (tf.no_gradient) would read as a zero
+    second-order term."""
+    del op, grads
+    raise LookupError(
+        "clip_by_global_norm has no second-order gradient: CustomOps>"
+        "ClipByGlobalNormGrad is not differentiable"
+    )

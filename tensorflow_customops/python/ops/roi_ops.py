@@ -2,9 +2,14 @@
 
 The arguments mirror torchvision.ops, with TensorFlow's NHWC as the default
 layout. Boxes are float `[K, 5]` rows `(batch_index, x1, y1, x2, y2)` in
-input-image coordinates, or a list of per-image `[L_i, 4]` boxes.
+input-image coordinates as the raw ops take them, or per-image boxes: `[N, K, 4]`
+(padded, with `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
+`[L_i, 4]`. Per-image boxes give per-image results, bit for bit the rows the
+`[K, 5]` form gives, and keep each image's boxes with it when Keras slices or
+shuffles a batch.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -18,21 +23,70 @@ _POOL_ATTRS = ("pooled_height", "pooled_width", "spatial_scale", "data_format")
 _ALIGN_ATTRS = (*_POOL_ATTRS, "sampling_ratio", "aligned")
 _PS_ALIGN_ATTRS = _ALIGN_ATTRS
 
+FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+# Keras' names map onto TensorFlow's.
+_DATA_FORMATS = {
+    "NHWC": "NHWC",
+    "NCHW": "NCHW",
+    "channels_last": "NHWC",
+    "channels_first": "NCHW",
+}
+_BOX_FORMATS = (
+    "[K, 5] rows (batch_index, x1, y1, x2, y2), [N, K, 4] per-image boxes, a "
+    "RaggedTensor [N, None, 4], or a list of per-image [L_i, 4] boxes"
+)
 
-def _output_size(output_size):
+
+def check_output_size(output_size):
     """(pooled_height, pooled_width) from an int or a pair of ints."""
-    if isinstance(output_size, numbers.Integral):
+    if isinstance(output_size, (tf.Tensor, tf.Variable)):
+        raise TypeError(
+            "output_size must be a Python int or a pair of ints (it sets the "
+            f"op's attributes, so it cannot be a tensor), got {output_size!r}"
+        )
+    if isinstance(output_size, numbers.Integral) and not isinstance(output_size, bool):
         size = (int(output_size), int(output_size))
-    else:
-        size = tuple(output_size)
-        if len(size) != 2 or not all(isinstance(s, numbers.Integral) for s in size):
-            raise ValueError(
+    elif isinstance(output_size, (list, tuple)) and len(output_size) == 2:
+        if not all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool)
+            for s in output_size
+        ):
+            raise TypeError(
                 f"output_size must be an int or a pair of ints, got {output_size!r}"
             )
-        size = (int(size[0]), int(size[1]))
+        size = (int(output_size[0]), int(output_size[1]))
+    else:
+        raise TypeError(
+            f"output_size must be an int or a pair of ints, got {output_size!r}"
+        )
     if min(size) <= 0:
         raise ValueError(f"output_size must be positive, got {output_size!r}")
     return size
+
+
+def check_data_format(data_format):
+    """ "NHWC" or "NCHW" for any of TensorFlow's or Keras' names."""
+    try:
+        return _DATA_FORMATS[data_format]
+    except (KeyError, TypeError):
+        raise ValueError(
+            "data_format must be 'NHWC' or 'channels_last', or 'NCHW' or "
+            f"'channels_first', got {data_format!r}"
+        ) from None
+
+
+def _check_features(features):
+    features = tf.convert_to_tensor(features)
+    if features.dtype not in FEATURE_DTYPES:
+        raise TypeError(
+            "features must be float16, bfloat16, float32 or float64, got "
+            f"{features.dtype.name}; cast them first"
+        )
+    if features.shape.rank not in (None, 4):
+        raise ValueError(
+            f"features must have rank 4 (NHWC or NCHW), got shape {features.shape}"
+        )
+    return features
 
 
 def _is_box_list(rois):
@@ -43,31 +97,175 @@ def _is_box_list(rois):
     )
 
 
+def _leading_dim(tensor, axis=0):
+    static = tensor.shape[axis]
+    return static if static is not None else tf.shape(tensor)[axis]
+
+
+def _check_image_count(num_images, features):
+    """Batched boxes name their images by position: their count must be N."""
+    if features is None:
+        return []
+    features_n = features.shape[0]
+    if isinstance(num_images, int) and features_n is not None:
+        if num_images != features_n:
+            raise ValueError(
+                f"rois holds boxes for {num_images} images but features holds "
+                f"{features_n}"
+            )
+        return []
+    return [
+        tf.debugging.assert_equal(
+            tf.cast(num_images, tf.int64),
+            tf.shape(features, out_type=tf.int64)[0],
+            message="rois must hold boxes for as many images as features",
+        )
+    ]
+
+
+def _flat_rois(rois, box_counts, features=None):
+    """The `[M, 5]` rows the ops take, and a function from the ops' `[M, ...]`
+    result back to the layout of `rois`."""
+    if isinstance(rois, tf.RaggedTensor):
+        if box_counts is not None:
+            raise ValueError(
+                "box_counts must be None for RaggedTensor rois (their row "
+                "lengths are the counts)"
+            )
+        if rois.ragged_rank != 1 or rois.shape.rank != 3 or rois.shape[2] != 4:
+            raise ValueError(
+                f"RaggedTensor rois must have shape [N, None, 4], got {rois.shape}"
+            )
+        checks = _check_image_count(_leading_dim(rois), features)
+        index = tf.cast(rois.value_rowids(), tf.float32)[:, tf.newaxis]
+        with tf.control_dependencies(checks):
+            flat = tf.concat([index, tf.cast(rois.flat_values, tf.float32)], 1)
+        return flat, lambda out: tf.RaggedTensor.from_row_splits(
+            out, rois.row_splits, validate=False
+        )
+    if _is_box_list(rois):
+        if box_counts is not None:
+            raise ValueError("box_counts must be None for a list of per-image boxes")
+        rows = []
+        for index, boxes in enumerate(rois):
+            boxes = tf.cast(tf.convert_to_tensor(boxes), tf.float32)
+            if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
+                raise ValueError(
+                    f"rois[{index}] must have shape [L, 4], got {boxes.shape}"
+                )
+            batch_index = tf.fill([tf.shape(boxes)[0], 1], float(index))
+            rows.append(tf.concat([batch_index, boxes], axis=1))
+        return tf.concat(rows, axis=0), lambda out: out
+    rois = tf.convert_to_tensor(rois)
+    if not (rois.dtype.is_floating or rois.dtype.is_integer):
+        raise TypeError(f"rois must be numbers, got {rois.dtype.name}")
+    rois = tf.cast(rois, tf.float32)
+    rank = rois.shape.rank
+    if rank == 3 and rois.shape[2] in (None, 4):
+        return _flat_batched_rois(rois, box_counts, features)
+    if rank not in (None, 2) or (rank == 2 and rois.shape[1] not in (None, 5)):
+        raise ValueError(
+            f"rois must have shape [K, 5] or [N, K, 4] ({_BOX_FORMATS}), got "
+            f"shape {rois.shape}"
+        )
+    if box_counts is not None:
+        raise ValueError("box_counts needs [N, K, 4] rois, got [K, 5] rows")
+    return rois, lambda out: out
+
+
+def _flat_batched_rois(rois, box_counts, features):
+    num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
+    checks = _check_image_count(num_images, features)
+
+    def result_shape(out):
+        return [num_images, boxes_per_image, *(_leading_dim(out, a) for a in (1, 2, 3))]
+
+    if box_counts is None:
+        index = tf.repeat(tf.range(num_images), boxes_per_image)
+        with tf.control_dependencies(checks):
+            flat = tf.concat(
+                [tf.cast(index, tf.float32)[:, tf.newaxis], tf.reshape(rois, [-1, 4])],
+                1,
+            )
+        return flat, lambda out: tf.reshape(out, result_shape(out))
+
+    box_counts = tf.convert_to_tensor(box_counts)
+    if not box_counts.dtype.is_integer:
+        raise TypeError(f"box_counts must be integers, got {box_counts.dtype.name}")
+    if box_counts.shape.rank not in (None, 1):
+        raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
+    box_counts = tf.cast(box_counts, tf.int64)
+    checks += [
+        tf.debugging.assert_equal(
+            tf.size(box_counts, out_type=tf.int64),
+            tf.cast(num_images, tf.int64),
+            message="box_counts must hold one count per image of rois",
+        ),
+        tf.debugging.assert_non_negative(
+            box_counts, message="box_counts must not be negative"
+        ),
+        tf.debugging.assert_less_equal(
+            box_counts,
+            tf.cast(boxes_per_image, tf.int64),
+            message="box_counts must be at most rois.shape[1]",
+        ),
+    ]
+    with tf.control_dependencies(checks):
+        # (image, box) of every box that is not padding, image-major.
+        where = tf.where(tf.sequence_mask(box_counts, boxes_per_image))
+    flat = tf.concat([tf.cast(where[:, :1], tf.float32), tf.gather_nd(rois, where)], 1)
+
+    def restore(out):
+        shape = tf.cast(tf.stack(result_shape(out)), tf.int64)
+        restored = tf.scatter_nd(where, out, shape)
+        restored.set_shape([rois.shape[0], rois.shape[1], *out.shape[1:]])
+        return restored
+
+    return flat, restore
+
+
 def convert_rois(rois):
     """Boxes as a float32 `[K, 5]` tensor of `(batch_index, x1, y1, x2, y2)`.
 
     Args:
-      rois: A `[K, 5]` tensor (or anything convertible), or a list of per-image
+      rois: A `[K, 5]` tensor (or anything convertible), a list of per-image
         `[L_i, 4]` tensors or arrays of `(x1, y1, x2, y2)` whose list position
-        is the batch index.
+        is the batch index, per-image boxes `[N, K, 4]`, or a
+        `tf.RaggedTensor` `[N, None, 4]`.
 
     Returns:
-      A float32 `Tensor` of shape `[K, 5]`.
+      A float32 `Tensor` of shape `[K, 5]` (`[N * K, 5]` for `[N, K, 4]`,
+      image-major).
     """
-    if _is_box_list(rois):
-        rows = []
-        for index, boxes in enumerate(rois):
-            boxes = tf.cast(tf.convert_to_tensor(boxes), tf.float32)
-            boxes = tf.ensure_shape(boxes, [None, 4])
-            batch_index = tf.fill([tf.shape(boxes)[0], 1], float(index))
-            rows.append(tf.concat([batch_index, boxes], axis=1))
-        return tf.concat(rows, axis=0)
-    rois = tf.convert_to_tensor(rois)
-    return rois if rois.dtype == tf.float32 else tf.cast(rois, tf.float32)
+    return _flat_rois(rois, None)[0]
+
+
+def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs):
+    """Validates the arguments, runs `raw_op` on `[M, 5]` rows, and returns the
+    result in the layout of `rois`."""
+    pooled_height, pooled_width = check_output_size(output_size)
+    data_format = check_data_format(data_format)
+    features = _check_features(features)
+    flat, restore = _flat_rois(rois, box_counts, features)
+    out = raw_op(
+        features=features,
+        rois=flat,
+        pooled_height=pooled_height,
+        pooled_width=pooled_width,
+        data_format=data_format,
+        **attrs,
+    )
+    return restore(out)
 
 
 def roi_pool(
-    features, rois, output_size, spatial_scale=1.0, data_format="NHWC", name=None
+    features,
+    rois,
+    output_size,
+    spatial_scale=1.0,
+    data_format="NHWC",
+    box_counts=None,
+    name=None,
 ):
     """RoI max pooling (Fast R-CNN), as `torchvision.ops.roi_pool`.
 
@@ -77,16 +275,23 @@ def roi_pool(
     Args:
       features: `[N, H, W, C]` (or `[N, C, H, W]` with `data_format="NCHW"`)
         tensor of type half, bfloat16, float32 or float64.
-      rois: Boxes: `[K, 5]` rows `(batch_index, x1, y1, x2, y2)`, or a list of
-        per-image `[L_i, 4]` boxes (see `convert_rois`).
+      rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
+        rows with the batch index first, `[N, K, 4]` per image (see
+        `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
+        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates,
         e.g. 1/16 for a stride-16 feature map.
-      data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
+      data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
+        `"channels_first"`), for both features and the output.
+      box_counts: With `[N, K, 4]` rois, an int `[N]` tensor: image `n` has
+        `box_counts[n]` boxes, the rest of its row is padding (any values),
+        and its results are zeros. `None` means every box is real.
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C]` (or `[K, C, height, width]`) tensor.
+      `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
 
     Example:
 
@@ -96,17 +301,16 @@ def roi_pool(
     array([[ 5.,  7.],
            [13., 15.]], dtype=float32)>
     """
-    pooled_height, pooled_width = _output_size(output_size)
-    pooled, _ = _ops.custom_ops_roi_pool(
-        features=features,
-        rois=convert_rois(rois),
-        pooled_height=pooled_height,
-        pooled_width=pooled_width,
+    return _apply(
+        lambda **kwargs: _ops.custom_ops_roi_pool(**kwargs)[0],
+        features,
+        rois,
+        output_size,
+        data_format,
+        box_counts,
         spatial_scale=spatial_scale,
-        data_format=data_format,
         name=name,
     )
-    return pooled
 
 
 def roi_align(
@@ -117,6 +321,7 @@ def roi_align(
     sampling_ratio=-1,
     aligned=False,
     data_format="NHWC",
+    box_counts=None,
     name=None,
 ):
     """RoI Align (Mask R-CNN), as `torchvision.ops.roi_align`.
@@ -127,8 +332,10 @@ def roi_align(
     Args:
       features: `[N, H, W, C]` (or `[N, C, H, W]` with `data_format="NCHW"`)
         tensor of type half, bfloat16, float32 or float64.
-      rois: Boxes: `[K, 5]` rows `(batch_index, x1, y1, x2, y2)`, or a list of
-        per-image `[L_i, 4]` boxes (see `convert_rois`).
+      rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
+        rows with the batch index first, `[N, K, 4]` per image (see
+        `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
+        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, at most 64;
@@ -136,11 +343,16 @@ def roi_align(
       aligned: If True, shift boxes by half a pixel so that pixel centres line
         up (use this for new models); False keeps Detectron's original
         behaviour.
-      data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
+      data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
+        `"channels_first"`), for both features and the output.
+      box_counts: With `[N, K, 4]` rois, an int `[N]` tensor: image `n` has
+        `box_counts[n]` boxes, the rest of its row is padding (any values),
+        and its results are zeros. `None` means every box is real.
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C]` (or `[K, C, height, width]`) tensor.
+      `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
 
     Example:
 
@@ -149,22 +361,28 @@ def roi_align(
     ...                aligned=True)[0, 0, 0, 0]
     <tf.Tensor: shape=(), dtype=float32, numpy=2.5>
     """
-    pooled_height, pooled_width = _output_size(output_size)
-    return _ops.custom_ops_roi_align(
-        features=features,
-        rois=convert_rois(rois),
-        pooled_height=pooled_height,
-        pooled_width=pooled_width,
+    return _apply(
+        _ops.custom_ops_roi_align,
+        features,
+        rois,
+        output_size,
+        data_format,
+        box_counts,
         spatial_scale=spatial_scale,
         sampling_ratio=sampling_ratio,
         aligned=aligned,
-        data_format=data_format,
         name=name,
     )
 
 
 def ps_roi_pool(
-    features, rois, output_size, spatial_scale=1.0, data_format="NHWC", name=None
+    features,
+    rois,
+    output_size,
+    spatial_scale=1.0,
+    data_format="NHWC",
+    box_counts=None,
+    name=None,
 ):
     """Position-sensitive RoI average pooling (R-FCN), as
     `torchvision.ops.ps_roi_pool`.
@@ -176,15 +394,22 @@ def ps_roi_pool(
     Args:
       features: `[N, H, W, C]` (or NCHW) tensor, `C` divisible by
         `height * width` of `output_size`.
-      rois: Boxes: `[K, 5]` rows `(batch_index, x1, y1, x2, y2)`, or a list of
-        per-image `[L_i, 4]` boxes.
+      rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
+        rows with the batch index first, `[N, K, 4]` per image (see
+        `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
+        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
-      data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
+      data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
+        `"channels_first"`), for both features and the output.
+      box_counts: With `[N, K, 4]` rois, an int `[N]` tensor: image `n` has
+        `box_counts[n]` boxes, the rest of its row is padding (any values),
+        and its results are zeros. `None` means every box is real.
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW) tensor.
+      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
+      as `rois` is.
 
     Example:
 
@@ -192,14 +417,14 @@ def ps_roi_pool(
     >>> tfco.ps_roi_pool(features, [[0, 0, 0, 4, 4]], output_size=2).shape
     TensorShape([1, 2, 2, 2])
     """
-    pooled_height, pooled_width = _output_size(output_size)
-    return _ops.custom_ops_ps_roi_pool(
-        features=features,
-        rois=convert_rois(rois),
-        pooled_height=pooled_height,
-        pooled_width=pooled_width,
+    return _apply(
+        _ops.custom_ops_ps_roi_pool,
+        features,
+        rois,
+        output_size,
+        data_format,
+        box_counts,
         spatial_scale=spatial_scale,
-        data_format=data_format,
         name=name,
     )
 
@@ -212,6 +437,7 @@ def ps_roi_align(
     sampling_ratio=-1,
     aligned=True,
     data_format="NHWC",
+    box_counts=None,
     name=None,
 ):
     """Position-sensitive RoI Align, as `torchvision.ops.ps_roi_align`.
@@ -221,8 +447,10 @@ def ps_roi_align(
     Args:
       features: `[N, H, W, C]` (or NCHW) tensor, `C` divisible by
         `height * width` of `output_size`.
-      rois: Boxes: `[K, 5]` rows `(batch_index, x1, y1, x2, y2)`, or a list of
-        per-image `[L_i, 4]` boxes.
+      rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
+        rows with the batch index first, `[N, K, 4]` per image (see
+        `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
+        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, at most 64;
@@ -230,11 +458,16 @@ def ps_roi_align(
       aligned: Shift boxes by half a pixel, as torchvision does (the
         default); False samples at the unshifted coordinates. Boxes are never
         enlarged to 1x1, unlike `roi_align(aligned=False)`.
-      data_format: `"NHWC"` or `"NCHW"`, for both features and the output.
+      data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
+        `"channels_first"`), for both features and the output.
+      box_counts: With `[N, K, 4]` rois, an int `[N]` tensor: image `n` has
+        `box_counts[n]` boxes, the rest of its row is padding (any values),
+        and its results are zeros. `None` means every box is real.
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW) tensor.
+      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
+      as `rois` is.
 
     Example:
 
@@ -242,18 +475,189 @@ def ps_roi_align(
     >>> tfco.ps_roi_align(features, [[0, 0, 0, 4, 4]], output_size=2)[0, 0, 0]
     <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
-    pooled_height, pooled_width = _output_size(output_size)
-    return _ops.custom_ops_ps_roi_align(
-        features=features,
-        rois=convert_rois(rois),
-        pooled_height=pooled_height,
-        pooled_width=pooled_width,
+    return _apply(
+        _ops.custom_ops_ps_roi_align,
+        features,
+        rois,
+        output_size,
+        data_format,
+        box_counts,
         spatial_scale=spatial_scale,
         sampling_ratio=sampling_ratio,
         aligned=aligned,
-        data_format=data_format,
         name=name,
     )
+
+
+def multi_scale_roi_align(
+    features,
+    rois,
+    output_size,
+    spatial_scales=None,
+    image_size=None,
+    sampling_ratio=-1,
+    aligned=False,
+    canonical_scale=224,
+    canonical_level=4,
+    data_format="NHWC",
+    box_counts=None,
+    name=None,
+):
+    """RoI Align over a feature pyramid, as `torchvision.ops.MultiScaleRoIAlign`.
+
+    Each box is pooled from one level, chosen by its size as in the FPN paper
+    (eq. 1): level `floor(canonical_level + log2(sqrt(area) / canonical_scale)
+    + 1e-6)`, clamped to the levels given. A box with a negative area goes to
+    the finest level.
+
+    Args:
+      features: A list of feature maps, finest first, one per pyramid level:
+        `[N, H_l, W_l, C]` (or NCHW), each half the size of the one before, of
+        one dtype and channel count.
+      rois: Boxes, in the forms `roi_align` takes.
+      output_size: `int` or `(height, width)` of the output bins.
+      spatial_scales: The factor from box to feature-map coordinates of each
+        level, powers of two, each half the one before (`[1/4, 1/8, 1/16]`).
+        `None` infers them, as torchvision does, from `image_size` and the
+        feature maps' static heights: `2 ** round(log2(H_l / image height))`.
+      image_size: `(height, width)` of the (padded) input images, used only to
+        infer `spatial_scales`.
+      sampling_ratio: As in `roi_align`.
+      aligned: As in `roi_align`; False, as in torchvision's module.
+      canonical_scale: Box size (the square root of its area) that maps to
+        `canonical_level`.
+      canonical_level: Level of a box of size `canonical_scale`; a level's
+        number is `-log2(spatial_scale)`.
+      data_format: As in `roi_align`.
+      box_counts: As in `roi_align`.
+      name: A name for the operation (optional).
+
+    Returns:
+      As `roi_align`: one pooled result per box, in the layout of `rois`.
+
+    Example:
+
+    >>> features = [tf.ones([1, 16, 16, 2]), 2 * tf.ones([1, 8, 8, 2])]
+    >>> boxes = [[0, 0, 0, 8, 8], [0, 0, 0, 60, 60]]
+    >>> pooled = tfco.multi_scale_roi_align(
+    ...     features, boxes, 1, spatial_scales=[1 / 4, 1 / 8], canonical_scale=32,
+    ...     canonical_level=3)
+    >>> pooled[:, 0, 0, 0]
+    <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>
+    """
+    if isinstance(features, (tf.Tensor, np.ndarray)) or not isinstance(
+        features, (list, tuple)
+    ):
+        raise TypeError(
+            "features must be a list of feature maps, one per pyramid level, got "
+            f"{type(features).__name__}"
+        )
+    if not features:
+        raise ValueError("features must hold at least one feature map")
+    features = [_check_features(f) for f in features]
+    data_format = check_data_format(data_format)
+    _check_pyramid(features, data_format)
+    scales = _pyramid_scales(features, spatial_scales, image_size, data_format)
+    attrs = {
+        "output_size": output_size,
+        "sampling_ratio": sampling_ratio,
+        "aligned": aligned,
+        "data_format": data_format,
+    }
+    with tf.name_scope(name or "multi_scale_roi_align"):
+        if len(features) == 1:
+            return roi_align(
+                features[0],
+                rois,
+                spatial_scale=scales[0],
+                box_counts=box_counts,
+                **attrs,
+            )
+        check_output_size(output_size)
+        flat, restore = _flat_rois(rois, box_counts, features[0])
+        levels = _fpn_levels(
+            flat[:, 1:], scales, float(canonical_scale), float(canonical_level)
+        )
+        count = len(features)
+        positions = tf.dynamic_partition(tf.range(tf.shape(flat)[0]), levels, count)
+        level_rois = tf.dynamic_partition(flat, levels, count)
+        pooled = [
+            roi_align(f, r, spatial_scale=s, **attrs)
+            for f, r, s in zip(features, level_rois, scales)
+        ]
+        return restore(tf.dynamic_stitch(positions, pooled))
+
+
+def _check_pyramid(features, data_format):
+    dtypes = {f.dtype for f in features}
+    if len(dtypes) > 1:
+        raise TypeError(
+            f"features must share one dtype, got {sorted(d.name for d in dtypes)}"
+        )
+    axis = 3 if data_format == "NHWC" else 1
+    channels = {f.shape[axis] for f in features} - {None}
+    if len(channels) > 1:
+        raise ValueError(
+            f"features must share one channel count, got {sorted(channels)}"
+        )
+
+
+def _pyramid_scales(features, spatial_scales, image_size, data_format):
+    """Validated per-level scales: powers of two, halving from level to level."""
+    if spatial_scales is None:
+        if image_size is None:
+            raise ValueError(
+                "multi_scale_roi_align needs spatial_scales, or image_size to "
+                "infer them from the feature maps' heights"
+            )
+        height, _ = check_output_size(image_size)
+        axis = 1 if data_format == "NHWC" else 2
+        spatial_scales = []
+        for level, f in enumerate(features):
+            if f.shape.rank is None or f.shape[axis] is None:
+                raise ValueError(
+                    f"cannot infer spatial_scales: features[{level}] has an "
+                    f"unknown height ({f.shape}); pass spatial_scales"
+                )
+            spatial_scales.append(2.0 ** round(math.log2(f.shape[axis] / height)))
+    if isinstance(spatial_scales, (tf.Tensor, np.ndarray)) or not isinstance(
+        spatial_scales, (list, tuple)
+    ):
+        raise TypeError(
+            f"spatial_scales must be a list of numbers, got {spatial_scales!r}"
+        )
+    scales = list(spatial_scales)
+    if len(scales) != len(features):
+        raise ValueError(
+            f"spatial_scales must hold one scale per feature map ({len(features)}), "
+            f"got {len(scales)}"
+        )
+    for level, scale in enumerate(scales):
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, numbers.Real)
+            or not (0 < scale < math.inf)
+            or not math.log2(scale).is_integer()
+            or (level and scale * 2 != scales[level - 1])
+        ):
+            raise ValueError(
+                "spatial_scales must be powers of two, each half the one before "
+                f"(finest level first), got {scales!r}"
+            )
+    return [float(s) for s in scales]
+
+
+def _fpn_levels(boxes, scales, canonical_scale, canonical_level):
+    """Index into `scales` of each box's pyramid level (torchvision's
+    LevelMapper, in float32)."""
+    first, last = -math.log2(scales[0]), -math.log2(scales[-1])
+    x1, y1, x2, y2 = tf.unstack(boxes, axis=1)
+    size = tf.sqrt((x2 - x1) * (y2 - y1))
+    level = tf.floor(
+        canonical_level + tf.math.log(size / canonical_scale) / math.log(2.0) + 1e-6
+    )
+    level = tf.where(tf.math.is_nan(level), first, level)
+    return tf.cast(tf.clip_by_value(level, first, last) - first, tf.int32)
 
 
 def _register_feature_gradient(op_type, grad_op, attr_names):
@@ -286,5 +690,49 @@ _register_feature_gradient(
     "CustomOps>PsRoiAlign", _ops.custom_ops_ps_roi_align_grad, _PS_ALIGN_ATTRS
 )
 
-for _grad_op in ("RoiPoolGrad", "RoiAlignGrad", "PsRoiPoolGrad", "PsRoiAlignGrad"):
-    tf.no_gradient("CustomOps>" + _grad_op)
+
+def _gather_at_argmax(features, rois, argmax, data_format):
+    """`features` at RoiPool's argmax positions (0 for empty bins): the adjoint
+    of RoiPoolGrad in its incoming gradient."""
+    shape = tf.shape(features, out_type=tf.int64)
+    image = tf.cast(rois[:, 0], tf.int64)[:, None, None, None]
+    position = tf.cast(argmax, tf.int64)
+    if data_format == b"NHWC" or data_format == "NHWC":
+        _, height, width, channels = tf.unstack(shape)
+        channel = tf.range(channels)
+        index = (image * height * width + position) * channels + channel
+    else:
+        _, channels, height, width = tf.unstack(shape)
+        channel = tf.range(channels)[:, None, None]
+        index = (image * channels + channel) * height * width + position
+    # Empty bins read an appended zero, so an empty map needs no special case.
+    values = tf.concat([tf.reshape(features, [-1]), tf.zeros([1], features.dtype)], 0)
+    index = tf.where(argmax >= 0, index, tf.size(features, out_type=tf.int64))
+    return tf.gather(values, index)
+
+
+def _register_second_order(grad_op_type, forward_op, attr_names):
+    """Registers the gradient of a RoI gradient op. It is linear in its
+    incoming gradient, so its own gradient is the forward op (for RoiPoolGrad,
+    the gather at argmax); rois, argmax and features_shape get none."""
+
+    @tf.RegisterGradient(grad_op_type)
+    def _grad(op, grad):
+        attrs = {name: op.get_attr(name) for name in attr_names}
+        rois = op.inputs[1]
+        if forward_op is None:
+            pooled = _gather_at_argmax(grad, rois, op.inputs[2], attrs["data_format"])
+            return [pooled, None, None, None]
+        return [forward_op(features=grad, rois=rois, **attrs), None, None]
+
+
+_register_second_order("CustomOps>RoiPoolGrad", None, _POOL_ATTRS)
+_register_second_order(
+    "CustomOps>RoiAlignGrad", _ops.custom_ops_roi_align, _ALIGN_ATTRS
+)
+_register_second_order(
+    "CustomOps>PsRoiPoolGrad", _ops.custom_ops_ps_roi_pool, _POOL_ATTRS
+)
+_register_second_order(
+    "CustomOps>PsRoiAlignGrad", _ops.custom_ops_ps_roi_align, _PS_ALIGN_ATTRS
+)
