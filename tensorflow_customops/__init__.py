@@ -13,6 +13,10 @@ from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_
 from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
 )
+from tensorflow_customops.python.ops.cpp_gradients import (
+    cpp_gradient,
+    register_missing_gradients,
+)
 from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.roi_ops import (
     multi_scale_roi_align,
@@ -23,6 +27,10 @@ from tensorflow_customops.python.ops.roi_ops import (
 )
 from tensorflow_customops.python.ops.zero_out_ops import zero_out
 from tensorflow_customops.version import __version__
+
+# Last, once every module has registered its Python gradients: ops with a C++
+# gradient only get it through the bridge.
+register_missing_gradients()
 
 
 def build_info():
@@ -53,6 +61,7 @@ __all__ = [
     "roi_pool",
     "check_numerics_n",
     "clip_by_global_norm",
+    "cpp_gradient",
     "gradients",
     "matrix_mul",
     "zero_out",

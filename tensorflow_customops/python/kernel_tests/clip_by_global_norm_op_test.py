@@ -246,17 +246,28 @@ class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
             ):
                 tfco.clip_by_global_norm(t_list, 1.0)
 
-    def test_second_order_gradient_raises(self):
-        x = tf.constant([3.0, 4.0])
-        with tf.GradientTape() as outer:
-            outer.watch(x)
-            with tf.GradientTape() as inner:
-                inner.watch(x)
-                (clipped,), _ = tfco.clip_by_global_norm([x], 1.0)
-                loss = tf.reduce_sum(clipped**3)
-            grad = inner.gradient(loss, x)
-        with self.assertRaisesRegex(LookupError, "no second-order gradient"):
-            outer.gradient(grad, x)
+    def test_second_order_gradient(self):
+        # A gradient of the clipped values' gradient, through
+        # ClipByGlobalNormGrad's own gradient, clipping and not.
+        rng = np.random.default_rng(5)
+        t_list = [
+            tf.constant(rng.standard_normal(3)),
+            tf.constant(rng.standard_normal((2, 2))),
+        ]
+        for clip in (0.5, 100.0):
+
+            def first_order(a, b, clip_norm):
+                with tf.GradientTape() as tape:
+                    tape.watch([a, b, clip_norm])
+                    (ca, cb), norm = tfco.clip_by_global_norm([a, b], clip_norm)
+                    loss = tf.reduce_sum(tf.sin(ca)) + tf.reduce_sum(cb**2) + norm
+                da, db, dclip = tape.gradient(loss, [a, b, clip_norm])
+                return tf.reduce_sum(da**2) + tf.reduce_sum(tf.cos(db)) + dclip
+
+            theoretical, numerical = tf.test.compute_gradient(
+                first_order, [*t_list, tf.constant(clip, tf.float64)], delta=1e-6
+            )
+            self.assertAllClose(theoretical, numerical, rtol=1e-5, atol=1e-5)
 
     def test_clip_norm_of_another_dtype(self):
         with self.assertRaisesRegex(

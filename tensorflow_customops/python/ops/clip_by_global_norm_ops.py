@@ -101,12 +101,43 @@ def _clip_by_global_norm_grad(op, *grads):
     return list(dt) + [dclip_norm]
 
 
+def _gradient_formula(t_list, clip_norm, dclipped, dglobal_norm):
+    """ClipByGlobalNormGrad's outputs in TensorFlow ops, in float64 (see
+    core/kernels/clip_by_global_norm_op.h): differentiable, for the second
+    order. The first order comes from the fused op."""
+    wide = [tf.cast(t, tf.float64) for t in t_list]
+    dwide = [tf.cast(d, tf.float64) for d in dclipped]
+    clip = tf.cast(clip_norm, tf.float64)
+    norm = tf.sqrt(tf.add_n([tf.reduce_sum(t * t) for t in wide]))
+    dot = tf.add_n([tf.reduce_sum(d * t) for d, t in zip(dwide, wide)])
+    clipping = 1.0 / norm < 1.0 / clip
+    # Divisions by a zero norm are masked out; dividing by 1 there keeps
+    # their gradients finite.
+    safe_norm = tf.where(norm > 0, norm, tf.ones_like(norm))
+    scale = tf.where(clipping, clip / safe_norm, tf.ones_like(norm))
+    dscale_dnorm = tf.where(clipping, -clip / (safe_norm * safe_norm), 0.0)
+    dscale_dclip = tf.where(clipping, 1.0 / safe_norm, 0.0)
+    dnorm = dot * dscale_dnorm + tf.cast(dglobal_norm, tf.float64)
+    x_coef = tf.where(norm > 0, dnorm / safe_norm, 0.0)
+    dtype = t_list[0].dtype
+    dt = [tf.cast(scale * d + t * x_coef, dtype) for d, t in zip(dwide, wide)]
+    return dt, tf.cast(dot * dscale_dclip, dtype)
+
+
 @tf.RegisterGradient("CustomOps>ClipByGlobalNormGrad")
-def _clip_by_global_norm_second_order(op, *grads):
-    """Raises: a silent None (tf.no_gradient) would read as a zero
-    second-order term."""
-    del op, grads
-    raise LookupError(
-        "clip_by_global_norm has no second-order gradient: CustomOps>"
-        "ClipByGlobalNormGrad is not differentiable"
-    )
+def _clip_by_global_norm_grad_grad(op, *grads):
+    """The second order: the gradient of `_gradient_formula`, which computes
+    what the op computes."""
+    n = op.get_attr("N")
+    t_list = list(op.inputs[:n])
+    clip_norm = op.inputs[n]
+    dclipped = list(op.inputs[n + 1 : 2 * n + 1])
+    dglobal_norm = op.inputs[2 * n + 1]
+    inputs = [*t_list, clip_norm, *dclipped, dglobal_norm]
+    upstream = [
+        tf.zeros_like(out) if g is None else g for out, g in zip(op.outputs, grads)
+    ]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        dt, dclip_norm = _gradient_formula(t_list, clip_norm, dclipped, dglobal_norm)
+    return tape.gradient([*dt, dclip_norm], inputs, output_gradients=upstream)
