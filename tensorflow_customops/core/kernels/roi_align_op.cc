@@ -191,8 +191,6 @@ struct RoiAlignGrad<CPUDevice, T> {
 
 }  // namespace functor
 
-namespace {}  // namespace
-
 template <typename Device, typename T>
 class RoiAlignOp : public OpKernel {
  public:
@@ -211,11 +209,18 @@ class RoiAlignOp : public OpKernel {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, attrs_, kDouble,
                                                 kOnGpu, &call, &pooled));
     if (call.empty) return;
-    functor::RoiAlign<Device, T>()(context->eigen_device<Device>(),
-                                   MakeArgs(call.shape, attrs_),
-                                   context->input(0).flat<T>().data(),
-                                   context->input(1).flat<float>().data(),
-                                   call.device_rois, pooled->flat<T>().data());
+    OP_REQUIRES_OK(
+        context, roi::RunChannelsLast(
+                     context, attrs_, kOnGpu, {&context->input(0)}, {pooled},
+                     [&](const roi::RoiAttrs& attrs,
+                         const std::vector<const Tensor*>& in,
+                         const std::vector<Tensor*>& out) {
+                       functor::RoiAlign<Device, T>()(
+                           context->eigen_device<Device>(),
+                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
+                           context->input(1).flat<float>().data(),
+                           call.device_rois, out[0]->flat<T>().data());
+                     }));
   }
 
  private:
@@ -243,11 +248,19 @@ class RoiAlignGradOp : public OpKernel {
                    roi::PrepareBackward(context, attrs_, 2, kDouble, kOnGpu,
                                         &call, &grad_features));
     if (call.empty) return;
-    functor::RoiAlignGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(call.shape, attrs_),
-        context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), call.device_rois,
-        grad_features->flat<T>().data());
+    OP_REQUIRES_OK(
+        context,
+        roi::RunChannelsLast(
+            context, attrs_, kOnGpu, {&context->input(0)}, {grad_features},
+            [&](const roi::RoiAttrs& attrs,
+                const std::vector<const Tensor*>& in,
+                const std::vector<Tensor*>& out) {
+              functor::RoiAlignGrad<Device, T>()(
+                  context->eigen_device<Device>(), MakeArgs(call.shape, attrs),
+                  in[0]->flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  out[0]->flat<T>().data());
+            }));
   }
 
  private:

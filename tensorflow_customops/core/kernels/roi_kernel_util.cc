@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/util/overflow.h"
 
@@ -271,6 +272,62 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
       context->allocate_output(0, features_shape, grad_features));
   call->empty = features_shape.num_elements() == 0;
   return AllocateRoisScratch(context, on_gpu, call);
+}
+
+namespace {
+
+TensorShape Permuted(const TensorShape& shape, const Eigen::array<int, 4>& p) {
+  return TensorShape({shape.dim_size(p[0]), shape.dim_size(p[1]),
+                      shape.dim_size(p[2]), shape.dim_size(p[3])});
+}
+
+template <typename T>
+void Shuffle(const Eigen::ThreadPoolDevice& d, const Tensor& in,
+             const Eigen::array<int, 4>& perm, Tensor* out) {
+  out->tensor<T, 4>().device(d) = in.tensor<T, 4>().shuffle(perm);
+}
+
+// out = in with its dimensions permuted; out has the permuted shape.
+absl::Status Transpose(OpKernelContext* context, const Tensor& in,
+                       const Eigen::array<int, 4>& perm, Tensor* out) {
+  const Eigen::ThreadPoolDevice& d =
+      context->eigen_device<Eigen::ThreadPoolDevice>();
+  switch (in.dtype()) {
+#define CASE(T)                   \
+  case DataTypeToEnum<T>::value:  \
+    Shuffle<T>(d, in, perm, out); \
+    return absl::OkStatus();
+    TF_CALL_half(CASE);
+    TF_CALL_bfloat16(CASE);
+    TF_CALL_float(CASE);
+    TF_CALL_double(CASE);
+    TF_CALL_int32(CASE);
+#undef CASE
+    default:
+      return errors::Internal("no transpose for ", DataTypeString(in.dtype()));
+  }
+}
+
+constexpr Eigen::array<int, 4> kToChannelsLast = {0, 2, 3, 1};
+constexpr Eigen::array<int, 4> kToChannelsFirst = {0, 3, 1, 2};
+
+}  // namespace
+
+absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
+                                  Tensor* nhwc) {
+  return context->allocate_temp(nchw.dtype(),
+                                Permuted(nchw.shape(), kToChannelsLast), nhwc);
+}
+
+absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
+                            Tensor* nhwc) {
+  TF_RETURN_IF_ERROR(AllocateChannelsLast(context, nchw, nhwc));
+  return Transpose(context, nchw, kToChannelsLast, nhwc);
+}
+
+absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
+                             Tensor* nchw) {
+  return Transpose(context, nhwc, kToChannelsFirst, nchw);
 }
 
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,

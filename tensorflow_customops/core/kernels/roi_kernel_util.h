@@ -61,6 +61,16 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
                              bool on_gpu, RoiCall* call,
                              Tensor** grad_features);
 
+// The CPU transposes of RunChannelsLast: an NHWC copy of the 4-D NCHW tensor
+// `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc` copied
+// into the existing NCHW `nchw`. Any type the RoI kernels use (and int32).
+absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
+                            Tensor* nhwc);
+absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
+                                  Tensor* nhwc);
+absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
+                             Tensor* nchw);
+
 // The rois of batch image n are order[begin[n]] .. order[begin[n + 1] - 1],
 // in increasing roi index: what a backward pass that shards over images needs
 // to accumulate in a fixed order.
@@ -113,6 +123,45 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
                     }
                   });
   }
+}
+
+// Runs a kernel in NHWC. On CPU, an NCHW kernel gets NHWC copies of its 4-D
+// `inputs` and of its `outputs` and `attrs` saying NHWC, and the outputs are
+// transposed back afterwards: channels are contiguous in NHWC, where the
+// kernels' loops vectorise, and every element sees the same arithmetic in
+// the same order, so the bits do not change. Elsewhere `run` gets the
+// tensors as they are.
+//   run(const RoiAttrs&, const std::vector<const Tensor*>& inputs,
+//       const std::vector<Tensor*>& outputs)
+template <typename Run>
+absl::Status RunChannelsLast(OpKernelContext* context, const RoiAttrs& attrs,
+                             bool on_gpu,
+                             const std::vector<const Tensor*>& inputs,
+                             const std::vector<Tensor*>& outputs,
+                             const Run& run) {
+  if (on_gpu || !attrs.nchw) {
+    run(attrs, inputs, outputs);
+    return absl::OkStatus();
+  }
+  std::vector<Tensor> nhwc_inputs(inputs.size()), nhwc_outputs(outputs.size());
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TF_RETURN_IF_ERROR(ToChannelsLast(context, *inputs[i], &nhwc_inputs[i]));
+    in.push_back(&nhwc_inputs[i]);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TF_RETURN_IF_ERROR(
+        AllocateChannelsLast(context, *outputs[i], &nhwc_outputs[i]));
+    out.push_back(&nhwc_outputs[i]);
+  }
+  RoiAttrs nhwc = attrs;
+  nhwc.nchw = false;
+  run(nhwc, in, out);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TF_RETURN_IF_ERROR(ToChannelsFirst(context, nhwc_outputs[i], outputs[i]));
+  }
+  return absl::OkStatus();
 }
 
 // Layouts of the feature map and of the pooled tensor.

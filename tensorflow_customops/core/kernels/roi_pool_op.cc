@@ -255,11 +255,20 @@ class RoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, outputs));
     if (call.empty) return;
-    functor::RoiPool<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
-        context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), call.device_rois,
-        outputs[0]->flat<T>().data(), outputs[1]->flat<int32_t>().data());
+    OP_REQUIRES_OK(
+        context, roi::RunChannelsLast(
+                     context, this->attrs_, this->kOnGpu, {&context->input(0)},
+                     {outputs[0], outputs[1]},
+                     [&](const roi::RoiAttrs& attrs,
+                         const std::vector<const Tensor*>& in,
+                         const std::vector<Tensor*>& out) {
+                       functor::RoiPool<Device, T>()(
+                           context->eigen_device<Device>(),
+                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
+                           context->input(1).flat<float>().data(),
+                           call.device_rois, out[0]->flat<T>().data(),
+                           out[1]->flat<int32_t>().data());
+                     }));
   }
 };
 
@@ -302,11 +311,20 @@ class RoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                                            call.shape.height * call.shape.width,
                                            !this->kOnGpu));
     if (call.empty) return;
-    functor::RoiPoolGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
-        context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), call.device_rois,
-        argmax.flat<int32_t>().data(), grad_features->flat<T>().data());
+    OP_REQUIRES_OK(
+        context, roi::RunChannelsLast(
+                     context, this->attrs_, this->kOnGpu,
+                     {&context->input(0), &argmax}, {grad_features},
+                     [&](const roi::RoiAttrs& attrs,
+                         const std::vector<const Tensor*>& in,
+                         const std::vector<Tensor*>& out) {
+                       functor::RoiPoolGrad<Device, T>()(
+                           context->eigen_device<Device>(),
+                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
+                           context->input(1).flat<float>().data(),
+                           call.device_rois, in[1]->flat<int32_t>().data(),
+                           out[0]->flat<T>().data());
+                     }));
   }
 };
 
@@ -322,11 +340,19 @@ class PsRoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, &pooled));
     if (call.empty) return;
-    functor::PsRoiPool<Device, T>()(context->eigen_device<Device>(),
-                                    MakeArgs(call.shape, this->attrs_),
-                                    context->input(0).flat<T>().data(),
-                                    context->input(1).flat<float>().data(),
-                                    call.device_rois, pooled->flat<T>().data());
+    OP_REQUIRES_OK(
+        context,
+        roi::RunChannelsLast(
+            context, this->attrs_, this->kOnGpu, {&context->input(0)}, {pooled},
+            [&](const roi::RoiAttrs& attrs,
+                const std::vector<const Tensor*>& in,
+                const std::vector<Tensor*>& out) {
+              functor::PsRoiPool<Device, T>()(
+                  context->eigen_device<Device>(), MakeArgs(call.shape, attrs),
+                  in[0]->flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  out[0]->flat<T>().data());
+            }));
   }
 };
 
@@ -343,11 +369,19 @@ class PsRoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                    roi::PrepareBackward(context, this->attrs_, 2, false,
                                         this->kOnGpu, &call, &grad_features));
     if (call.empty) return;
-    functor::PsRoiPoolGrad<Device, T>()(
-        context->eigen_device<Device>(), MakeArgs(call.shape, this->attrs_),
-        context->input(0).flat<T>().data(),
-        context->input(1).flat<float>().data(), call.device_rois,
-        grad_features->flat<T>().data());
+    OP_REQUIRES_OK(
+        context, roi::RunChannelsLast(
+                     context, this->attrs_, this->kOnGpu, {&context->input(0)},
+                     {grad_features},
+                     [&](const roi::RoiAttrs& attrs,
+                         const std::vector<const Tensor*>& in,
+                         const std::vector<Tensor*>& out) {
+                       functor::PsRoiPoolGrad<Device, T>()(
+                           context->eigen_device<Device>(),
+                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
+                           context->input(1).flat<float>().data(),
+                           call.device_rois, out[0]->flat<T>().data());
+                     }));
   }
 };
 

@@ -73,6 +73,23 @@ class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
         self.assertGreater(np.count_nonzero(python_value), 10)
         self.assertAllEqual(rois_value, np.zeros_like(rois_value))
 
+    @parameterized.product(
+        op=util.OP_NAMES, dtype=[tf.float16, tf.bfloat16, tf.float32, tf.float64]
+    )
+    def test_nchw_gradient_equals_nhwc_bitwise(self, op, dtype):
+        case = _small_case(op, seed=9, spatial_scale=0.5)
+        shape = util.call(op, case.features_nhwc, case.rois, case).shape
+        upstream = np.random.default_rng(9).standard_normal(shape)
+        grads = {}
+        for data_format, perm in (("NHWC", [0, 1, 2, 3]), ("NCHW", [0, 3, 1, 2])):
+            x = tf.cast(util.layout(case.features_nhwc, data_format), dtype)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = util.call(op, x, case.rois, case, data_format=data_format)
+            dy = tf.cast(np.transpose(upstream, perm), dtype)
+            grads[data_format] = tape.gradient(y, x, output_gradients=dy)
+        self.assertAllEqual(tf.transpose(grads["NCHW"], [0, 2, 3, 1]), grads["NHWC"])
+
     @parameterized.product(op=util.OP_NAMES, dtype=[tf.float16, tf.bfloat16])
     def test_low_precision_gradient_close_to_float32(self, op, dtype):
         case = _small_case(op, seed=5, spatial_scale=0.5)
