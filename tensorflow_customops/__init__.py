@@ -8,15 +8,13 @@ project for writing custom ops.
 
 from tensorflow_customops import _build_info
 from tensorflow_customops.python.keras import layers
+from tensorflow_customops.python.ops import cpp_gradients as _cpp_gradients
 from tensorflow_customops.python.ops import gradients
 from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
 from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
 )
-from tensorflow_customops.python.ops.cpp_gradients import (
-    cpp_gradient,
-    register_missing_gradients,
-)
+from tensorflow_customops.python.ops.cpp_gradients import cpp_gradient
 from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.roi_ops import (
     multi_scale_roi_align,
@@ -30,7 +28,7 @@ from tensorflow_customops.version import __version__
 
 # Last, once every module has registered its Python gradients: ops with a C++
 # gradient only get it through the bridge.
-register_missing_gradients()
+_cpp_gradients.register_missing_gradients()
 
 
 def build_info():
