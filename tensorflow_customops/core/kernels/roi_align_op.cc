@@ -24,10 +24,11 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-RoiAlignArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs) {
+RoiAlignArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs,
+                      const roi::Layout& features_layout) {
   RoiAlignArgs args;
   args.shape = shape;
-  args.features_layout = roi::FeatureLayout(shape, attrs);
+  args.features_layout = features_layout;
   args.pooled_layout = roi::PooledLayout(shape, attrs);
   args.spatial_scale = attrs.spatial_scale;
   args.sampling_ratio = attrs.sampling_ratio;
@@ -210,17 +211,18 @@ class RoiAlignOp : public OpKernel {
                                                 kOnGpu, &call, &pooled));
     if (call.empty) return;
     OP_REQUIRES_OK(
-        context, roi::RunChannelsLast(
-                     context, attrs_, kOnGpu, {&context->input(0)}, {pooled},
-                     [&](const roi::RoiAttrs& attrs,
-                         const std::vector<const Tensor*>& in,
-                         const std::vector<Tensor*>& out) {
-                       functor::RoiAlign<Device, T>()(
-                           context->eigen_device<Device>(),
-                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
-                           context->input(1).flat<float>().data(),
-                           call.device_rois, out[0]->flat<T>().data());
-                     }));
+        context,
+        roi::RunChannelsLast(
+            context, call.shape, attrs_, kOnGpu, &context->input(0), nullptr,
+            [&](const roi::Layout& layout, const Tensor* features,
+                Tensor* grad_features) {
+              functor::RoiAlign<Device, T>()(
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, attrs_, layout),
+                  features->flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  pooled->flat<T>().data());
+            }));
   }
 
  private:
@@ -251,15 +253,15 @@ class RoiAlignGradOp : public OpKernel {
     OP_REQUIRES_OK(
         context,
         roi::RunChannelsLast(
-            context, attrs_, kOnGpu, {&context->input(0)}, {grad_features},
-            [&](const roi::RoiAttrs& attrs,
-                const std::vector<const Tensor*>& in,
-                const std::vector<Tensor*>& out) {
+            context, call.shape, attrs_, kOnGpu, nullptr, grad_features,
+            [&](const roi::Layout& layout, const Tensor* features,
+                Tensor* grad_features) {
               functor::RoiAlignGrad<Device, T>()(
-                  context->eigen_device<Device>(), MakeArgs(call.shape, attrs),
-                  in[0]->flat<T>().data(),
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, attrs_, layout),
+                  context->input(0).flat<T>().data(),
                   context->input(1).flat<float>().data(), call.device_rois,
-                  out[0]->flat<T>().data());
+                  grad_features->flat<T>().data());
             }));
   }
 

@@ -301,7 +301,6 @@ absl::Status Transpose(OpKernelContext* context, const Tensor& in,
     TF_CALL_bfloat16(CASE);
     TF_CALL_float(CASE);
     TF_CALL_double(CASE);
-    TF_CALL_int32(CASE);
 #undef CASE
     default:
       return errors::Internal("no transpose for ", DataTypeString(in.dtype()));

@@ -63,7 +63,7 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
 
 // The CPU transposes of RunChannelsLast: an NHWC copy of the 4-D NCHW tensor
 // `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc` copied
-// into the existing NCHW `nchw`. Any type the RoI kernels use (and int32).
+// into the existing NCHW `nchw`. For the feature types of the RoI kernels.
 absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
                             Tensor* nhwc);
 absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
@@ -101,7 +101,12 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
   A* out =
       kSeparateBuffer ? buffer.data() : reinterpret_cast<A*>(grad_features);
   std::fill(out, out + size, A(0));
-  const int64_t block = std::max<int64_t>(1, (s.out_channels + 7) / 8);
+  // Every item recomputes its boxes' sample weights, so blocks are as wide
+  // as four items per thread allow.
+  const int64_t wanted = (4 * std::max(d.numThreads(), 1) + s.batch - 1) /
+                         std::max<int64_t>(s.batch, 1);
+  const int64_t block = std::max<int64_t>(
+      1, (s.out_channels + wanted - 1) / std::max<int64_t>(wanted, 1));
   const int64_t blocks = (s.out_channels + block - 1) / block;
   d.parallelFor(
       s.batch * blocks,
@@ -125,51 +130,43 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
   }
 }
 
-// Runs a kernel in NHWC. On CPU, an NCHW kernel gets NHWC copies of its 4-D
-// `inputs` and of its `outputs` and `attrs` saying NHWC, and the outputs are
-// transposed back afterwards: channels are contiguous in NHWC, where the
-// kernels' loops vectorise, and every element sees the same arithmetic in
-// the same order, so the bits do not change. Elsewhere `run` gets the
-// tensors as they are.
-//   run(const RoiAttrs&, const std::vector<const Tensor*>& inputs,
-//       const std::vector<Tensor*>& outputs)
-template <typename Run>
-absl::Status RunChannelsLast(OpKernelContext* context, const RoiAttrs& attrs,
-                             bool on_gpu,
-                             const std::vector<const Tensor*>& inputs,
-                             const std::vector<Tensor*>& outputs,
-                             const Run& run) {
-  if (on_gpu || !attrs.nchw) {
-    run(attrs, inputs, outputs);
-    return absl::OkStatus();
-  }
-  std::vector<Tensor> nhwc_inputs(inputs.size()), nhwc_outputs(outputs.size());
-  std::vector<const Tensor*> in;
-  std::vector<Tensor*> out;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TF_RETURN_IF_ERROR(ToChannelsLast(context, *inputs[i], &nhwc_inputs[i]));
-    in.push_back(&nhwc_inputs[i]);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    TF_RETURN_IF_ERROR(
-        AllocateChannelsLast(context, *outputs[i], &nhwc_outputs[i]));
-    out.push_back(&nhwc_outputs[i]);
-  }
-  RoiAttrs nhwc = attrs;
-  nhwc.nchw = false;
-  run(nhwc, in, out);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    TF_RETURN_IF_ERROR(ToChannelsFirst(context, nhwc_outputs[i], outputs[i]));
-  }
-  return absl::OkStatus();
-}
-
 // Layouts of the feature map and of the pooled tensor.
 inline Layout FeatureLayout(const RoiShape& s, const RoiAttrs& a) {
   return Layout::Make(a.nchw, s.height, s.width, s.channels);
 }
 inline Layout PooledLayout(const RoiShape& s, const RoiAttrs& a) {
   return Layout::Make(a.nchw, a.pooled_height, a.pooled_width, s.out_channels);
+}
+
+// Runs a kernel with its feature map in NHWC. On CPU, an NCHW kernel reads
+// an NHWC copy of `features` (forward) or writes an NHWC `grad_features`
+// that is transposed afterwards (backward); its pooled tensors keep their
+// layout. Channels are contiguous in NHWC, where the kernels' loops
+// vectorise, and every element sees the same arithmetic in the same order,
+// so the bits do not change. Elsewhere `run` gets the tensors as they are.
+// One of `features` and `grad_features` is null.
+//   run(const Layout& features_layout, const Tensor* features,
+//       Tensor* grad_features)
+template <typename Run>
+absl::Status RunChannelsLast(OpKernelContext* context, const RoiShape& shape,
+                             const RoiAttrs& attrs, bool on_gpu,
+                             const Tensor* features, Tensor* grad_features,
+                             const Run& run) {
+  if (on_gpu || !attrs.nchw) {
+    run(FeatureLayout(shape, attrs), features, grad_features);
+    return absl::OkStatus();
+  }
+  const Layout nhwc =
+      Layout::Make(false, shape.height, shape.width, shape.channels);
+  Tensor copy;
+  if (features != nullptr) {
+    TF_RETURN_IF_ERROR(ToChannelsLast(context, *features, &copy));
+    run(nhwc, &copy, nullptr);
+    return absl::OkStatus();
+  }
+  TF_RETURN_IF_ERROR(AllocateChannelsLast(context, *grad_features, &copy));
+  run(nhwc, nullptr, &copy);
+  return ToChannelsFirst(context, copy, grad_features);
 }
 
 }  // namespace roi

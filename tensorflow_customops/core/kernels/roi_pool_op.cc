@@ -26,10 +26,11 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-RoiPoolArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs) {
+RoiPoolArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs,
+                     const roi::Layout& features_layout) {
   RoiPoolArgs args;
   args.shape = shape;
-  args.features_layout = roi::FeatureLayout(shape, attrs);
+  args.features_layout = features_layout;
   args.pooled_layout = roi::PooledLayout(shape, attrs);
   args.spatial_scale = attrs.spatial_scale;
   return args;
@@ -255,20 +256,20 @@ class RoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, outputs));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context, roi::RunChannelsLast(
-                     context, this->attrs_, this->kOnGpu, {&context->input(0)},
-                     {outputs[0], outputs[1]},
-                     [&](const roi::RoiAttrs& attrs,
-                         const std::vector<const Tensor*>& in,
-                         const std::vector<Tensor*>& out) {
-                       functor::RoiPool<Device, T>()(
-                           context->eigen_device<Device>(),
-                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
-                           context->input(1).flat<float>().data(),
-                           call.device_rois, out[0]->flat<T>().data(),
-                           out[1]->flat<int32_t>().data());
-                     }));
+    OP_REQUIRES_OK(context,
+                   roi::RunChannelsLast(
+                       context, call.shape, this->attrs_, this->kOnGpu,
+                       &context->input(0), nullptr,
+                       [&](const roi::Layout& layout, const Tensor* features,
+                           Tensor* grad_features) {
+                         functor::RoiPool<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, this->attrs_, layout),
+                             features->flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, outputs[0]->flat<T>().data(),
+                             outputs[1]->flat<int32_t>().data());
+                       }));
   }
 };
 
@@ -311,20 +312,20 @@ class RoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                                            call.shape.height * call.shape.width,
                                            !this->kOnGpu));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context, roi::RunChannelsLast(
-                     context, this->attrs_, this->kOnGpu,
-                     {&context->input(0), &argmax}, {grad_features},
-                     [&](const roi::RoiAttrs& attrs,
-                         const std::vector<const Tensor*>& in,
-                         const std::vector<Tensor*>& out) {
-                       functor::RoiPoolGrad<Device, T>()(
-                           context->eigen_device<Device>(),
-                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
-                           context->input(1).flat<float>().data(),
-                           call.device_rois, in[1]->flat<int32_t>().data(),
-                           out[0]->flat<T>().data());
-                     }));
+    OP_REQUIRES_OK(context,
+                   roi::RunChannelsLast(
+                       context, call.shape, this->attrs_, this->kOnGpu, nullptr,
+                       grad_features,
+                       [&](const roi::Layout& layout, const Tensor* features,
+                           Tensor* grad_features) {
+                         functor::RoiPoolGrad<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, this->attrs_, layout),
+                             context->input(0).flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, argmax.flat<int32_t>().data(),
+                             grad_features->flat<T>().data());
+                       }));
   }
 };
 
@@ -340,19 +341,19 @@ class PsRoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, &pooled));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context,
-        roi::RunChannelsLast(
-            context, this->attrs_, this->kOnGpu, {&context->input(0)}, {pooled},
-            [&](const roi::RoiAttrs& attrs,
-                const std::vector<const Tensor*>& in,
-                const std::vector<Tensor*>& out) {
-              functor::PsRoiPool<Device, T>()(
-                  context->eigen_device<Device>(), MakeArgs(call.shape, attrs),
-                  in[0]->flat<T>().data(),
-                  context->input(1).flat<float>().data(), call.device_rois,
-                  out[0]->flat<T>().data());
-            }));
+    OP_REQUIRES_OK(context,
+                   roi::RunChannelsLast(
+                       context, call.shape, this->attrs_, this->kOnGpu,
+                       &context->input(0), nullptr,
+                       [&](const roi::Layout& layout, const Tensor* features,
+                           Tensor* grad_features) {
+                         functor::PsRoiPool<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, this->attrs_, layout),
+                             features->flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, pooled->flat<T>().data());
+                       }));
   }
 };
 
@@ -369,19 +370,19 @@ class PsRoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                    roi::PrepareBackward(context, this->attrs_, 2, false,
                                         this->kOnGpu, &call, &grad_features));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context, roi::RunChannelsLast(
-                     context, this->attrs_, this->kOnGpu, {&context->input(0)},
-                     {grad_features},
-                     [&](const roi::RoiAttrs& attrs,
-                         const std::vector<const Tensor*>& in,
-                         const std::vector<Tensor*>& out) {
-                       functor::PsRoiPoolGrad<Device, T>()(
-                           context->eigen_device<Device>(),
-                           MakeArgs(call.shape, attrs), in[0]->flat<T>().data(),
-                           context->input(1).flat<float>().data(),
-                           call.device_rois, out[0]->flat<T>().data());
-                     }));
+    OP_REQUIRES_OK(context,
+                   roi::RunChannelsLast(
+                       context, call.shape, this->attrs_, this->kOnGpu, nullptr,
+                       grad_features,
+                       [&](const roi::Layout& layout, const Tensor* features,
+                           Tensor* grad_features) {
+                         functor::PsRoiPoolGrad<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, this->attrs_, layout),
+                             context->input(0).flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, grad_features->flat<T>().data());
+                       }));
   }
 };
 
