@@ -130,11 +130,11 @@ def _gradient_function(node_bytes):
             continue
         if node.op == "_Arg":
             arg_names[node.attr["index"].i] = node.name
-            dtype = node.attr["T"]
+            dtype = node.attr["T"].type
             node.op = "Const"
             node.attr.clear()
-            node.attr["dtype"].CopyFrom(dtype)
-            node.attr["value"].tensor.dtype = dtype.type
+            node.attr["dtype"].type = dtype
+            node.attr["value"].tensor.dtype = dtype
         nodes.append(node)
     graph = graph_pb2.GraphDef(node=nodes, versions=graph.versions)
     outputs = [
