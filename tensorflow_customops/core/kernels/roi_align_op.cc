@@ -210,19 +210,17 @@ class RoiAlignOp : public OpKernel {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, attrs_, kDouble,
                                                 kOnGpu, &call, &pooled));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context,
-        roi::RunChannelsLast(
-            context, call.shape, attrs_, kOnGpu, &context->input(0), nullptr,
-            [&](const roi::Layout& layout, const Tensor* features,
-                Tensor* grad_features) {
-              functor::RoiAlign<Device, T>()(
-                  context->eigen_device<Device>(),
-                  MakeArgs(call.shape, attrs_, layout),
-                  features->flat<T>().data(),
-                  context->input(1).flat<float>().data(), call.device_rois,
-                  pooled->flat<T>().data());
-            }));
+    OP_REQUIRES_OK(context,
+                   roi::ReadFeaturesChannelsLast(
+                       context, call.shape, attrs_, kOnGpu, context->input(0),
+                       [&](const roi::Layout& layout, const Tensor& features) {
+                         functor::RoiAlign<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, attrs_, layout),
+                             features.flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, pooled->flat<T>().data());
+                       }));
   }
 
  private:
@@ -250,19 +248,17 @@ class RoiAlignGradOp : public OpKernel {
                    roi::PrepareBackward(context, attrs_, 2, kDouble, kOnGpu,
                                         &call, &grad_features));
     if (call.empty) return;
-    OP_REQUIRES_OK(
-        context,
-        roi::RunChannelsLast(
-            context, call.shape, attrs_, kOnGpu, nullptr, grad_features,
-            [&](const roi::Layout& layout, const Tensor* features,
-                Tensor* grad_features) {
-              functor::RoiAlignGrad<Device, T>()(
-                  context->eigen_device<Device>(),
-                  MakeArgs(call.shape, attrs_, layout),
-                  context->input(0).flat<T>().data(),
-                  context->input(1).flat<float>().data(), call.device_rois,
-                  grad_features->flat<T>().data());
-            }));
+    OP_REQUIRES_OK(context,
+                   roi::WriteFeaturesChannelsLast(
+                       context, call.shape, attrs_, kOnGpu, grad_features,
+                       [&](const roi::Layout& layout, Tensor* grad_features) {
+                         functor::RoiAlignGrad<Device, T>()(
+                             context->eigen_device<Device>(),
+                             MakeArgs(call.shape, attrs_, layout),
+                             context->input(0).flat<T>().data(),
+                             context->input(1).flat<float>().data(),
+                             call.device_rois, grad_features->flat<T>().data());
+                       }));
   }
 
  private:

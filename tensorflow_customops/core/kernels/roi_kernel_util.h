@@ -61,7 +61,8 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
                              bool on_gpu, RoiCall* call,
                              Tensor** grad_features);
 
-// The CPU transposes of RunChannelsLast: an NHWC copy of the 4-D NCHW tensor
+// The CPU transposes of ReadFeaturesChannelsLast and
+// WriteFeaturesChannelsLast: an NHWC copy of the 4-D NCHW tensor
 // `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc` copied
 // into the existing NCHW `nchw`. For the feature types of the RoI kernels.
 absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
@@ -138,34 +139,42 @@ inline Layout PooledLayout(const RoiShape& s, const RoiAttrs& a) {
   return Layout::Make(a.nchw, a.pooled_height, a.pooled_width, s.out_channels);
 }
 
-// Runs a kernel with its feature map in NHWC. On CPU, an NCHW kernel reads
-// an NHWC copy of `features` (forward) or writes an NHWC `grad_features`
-// that is transposed afterwards (backward); its pooled tensors keep their
-// layout. Channels are contiguous in NHWC, where the kernels' loops
-// vectorise, and every element sees the same arithmetic in the same order,
-// so the bits do not change. Elsewhere `run` gets the tensors as they are.
-// One of `features` and `grad_features` is null.
-//   run(const Layout& features_layout, const Tensor* features,
-//       Tensor* grad_features)
+// NCHW kernels on CPU run with their feature map in NHWC, where channels are
+// contiguous and the loops vectorise; pooled tensors keep their layout. Every
+// element sees the same arithmetic in the same order, so the bits do not
+// change. Elsewhere (NHWC, GPU) `run` gets the tensors as they are.
+//
+// Forward: run(const Layout& features_layout, const Tensor& features) reads
+// an NHWC copy of `features`.
 template <typename Run>
-absl::Status RunChannelsLast(OpKernelContext* context, const RoiShape& shape,
-                             const RoiAttrs& attrs, bool on_gpu,
-                             const Tensor* features, Tensor* grad_features,
-                             const Run& run) {
+absl::Status ReadFeaturesChannelsLast(OpKernelContext* context,
+                                      const RoiShape& shape,
+                                      const RoiAttrs& attrs, bool on_gpu,
+                                      const Tensor& features, const Run& run) {
   if (on_gpu || !attrs.nchw) {
-    run(FeatureLayout(shape, attrs), features, grad_features);
+    run(FeatureLayout(shape, attrs), features);
     return absl::OkStatus();
   }
-  const Layout nhwc =
-      Layout::Make(false, shape.height, shape.width, shape.channels);
   Tensor copy;
-  if (features != nullptr) {
-    TF_RETURN_IF_ERROR(ToChannelsLast(context, *features, &copy));
-    run(nhwc, &copy, nullptr);
+  TF_RETURN_IF_ERROR(ToChannelsLast(context, features, &copy));
+  run(Layout::Make(false, shape.height, shape.width, shape.channels), copy);
+  return absl::OkStatus();
+}
+
+// Backward: run(const Layout& features_layout, Tensor* grad_features) writes
+// an NHWC gradient, transposed into `grad_features` afterwards.
+template <typename Run>
+absl::Status WriteFeaturesChannelsLast(OpKernelContext* context,
+                                       const RoiShape& shape,
+                                       const RoiAttrs& attrs, bool on_gpu,
+                                       Tensor* grad_features, const Run& run) {
+  if (on_gpu || !attrs.nchw) {
+    run(FeatureLayout(shape, attrs), grad_features);
     return absl::OkStatus();
   }
+  Tensor copy;
   TF_RETURN_IF_ERROR(AllocateChannelsLast(context, *grad_features, &copy));
-  run(nhwc, nullptr, &copy);
+  run(Layout::Make(false, shape.height, shape.width, shape.channels), &copy);
   return ToChannelsFirst(context, copy, grad_features);
 }
 

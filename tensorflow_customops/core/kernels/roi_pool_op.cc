@@ -256,20 +256,19 @@ class RoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, outputs));
     if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::RunChannelsLast(
-                       context, call.shape, this->attrs_, this->kOnGpu,
-                       &context->input(0), nullptr,
-                       [&](const roi::Layout& layout, const Tensor* features,
-                           Tensor* grad_features) {
-                         functor::RoiPool<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, this->attrs_, layout),
-                             features->flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, outputs[0]->flat<T>().data(),
-                             outputs[1]->flat<int32_t>().data());
-                       }));
+    OP_REQUIRES_OK(
+        context,
+        roi::ReadFeaturesChannelsLast(
+            context, call.shape, this->attrs_, this->kOnGpu, context->input(0),
+            [&](const roi::Layout& layout, const Tensor& features) {
+              functor::RoiPool<Device, T>()(
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, this->attrs_, layout),
+                  features.flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  outputs[0]->flat<T>().data(),
+                  outputs[1]->flat<int32_t>().data());
+            }));
   }
 };
 
@@ -312,20 +311,19 @@ class RoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                                            call.shape.height * call.shape.width,
                                            !this->kOnGpu));
     if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::RunChannelsLast(
-                       context, call.shape, this->attrs_, this->kOnGpu, nullptr,
-                       grad_features,
-                       [&](const roi::Layout& layout, const Tensor* features,
-                           Tensor* grad_features) {
-                         functor::RoiPoolGrad<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, this->attrs_, layout),
-                             context->input(0).flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, argmax.flat<int32_t>().data(),
-                             grad_features->flat<T>().data());
-                       }));
+    OP_REQUIRES_OK(
+        context,
+        roi::WriteFeaturesChannelsLast(
+            context, call.shape, this->attrs_, this->kOnGpu, grad_features,
+            [&](const roi::Layout& layout, Tensor* grad_features) {
+              functor::RoiPoolGrad<Device, T>()(
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, this->attrs_, layout),
+                  context->input(0).flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  argmax.flat<int32_t>().data(),
+                  grad_features->flat<T>().data());
+            }));
   }
 };
 
@@ -341,19 +339,18 @@ class PsRoiPoolOp : public RoiPoolKernelBase<Device, T> {
     OP_REQUIRES_OK(context, roi::PrepareForward(context, this->attrs_, false,
                                                 this->kOnGpu, &call, &pooled));
     if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::RunChannelsLast(
-                       context, call.shape, this->attrs_, this->kOnGpu,
-                       &context->input(0), nullptr,
-                       [&](const roi::Layout& layout, const Tensor* features,
-                           Tensor* grad_features) {
-                         functor::PsRoiPool<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, this->attrs_, layout),
-                             features->flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, pooled->flat<T>().data());
-                       }));
+    OP_REQUIRES_OK(
+        context,
+        roi::ReadFeaturesChannelsLast(
+            context, call.shape, this->attrs_, this->kOnGpu, context->input(0),
+            [&](const roi::Layout& layout, const Tensor& features) {
+              functor::PsRoiPool<Device, T>()(
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, this->attrs_, layout),
+                  features.flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  pooled->flat<T>().data());
+            }));
   }
 };
 
@@ -370,19 +367,18 @@ class PsRoiPoolGradOp : public RoiPoolKernelBase<Device, T> {
                    roi::PrepareBackward(context, this->attrs_, 2, false,
                                         this->kOnGpu, &call, &grad_features));
     if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::RunChannelsLast(
-                       context, call.shape, this->attrs_, this->kOnGpu, nullptr,
-                       grad_features,
-                       [&](const roi::Layout& layout, const Tensor* features,
-                           Tensor* grad_features) {
-                         functor::PsRoiPoolGrad<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, this->attrs_, layout),
-                             context->input(0).flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, grad_features->flat<T>().data());
-                       }));
+    OP_REQUIRES_OK(
+        context,
+        roi::WriteFeaturesChannelsLast(
+            context, call.shape, this->attrs_, this->kOnGpu, grad_features,
+            [&](const roi::Layout& layout, Tensor* grad_features) {
+              functor::PsRoiPoolGrad<Device, T>()(
+                  context->eigen_device<Device>(),
+                  MakeArgs(call.shape, this->attrs_, layout),
+                  context->input(0).flat<T>().data(),
+                  context->input(1).flat<float>().data(), call.device_rois,
+                  grad_features->flat<T>().data());
+            }));
   }
 };
 
