@@ -248,6 +248,8 @@ class MultiScaleRoiAlignTest(tf.test.TestCase, parameterized.TestCase):
                 "powers of two",
             ),
             (dict(image_size=None, spatial_scales=0.25), TypeError, "list of numbers"),
+            (dict(image_size=(256, 0)), ValueError, "image_size must be positive"),
+            (dict(image_size=256.0), TypeError, "image_size must be an int or a pair"),
         ]
         for override, error, message in cases:
             kwargs = dict(

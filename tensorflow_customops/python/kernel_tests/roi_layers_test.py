@@ -285,6 +285,8 @@ class RoiLayersTest(tf.test.TestCase):
             multi_scale(2, image_size=32, canonical_level=4.0)
         with self.assertRaisesRegex(ValueError, "canonical_scale must be positive"):
             multi_scale(2, image_size=32, canonical_scale=0)
+        with self.assertRaisesRegex(TypeError, "image_size must be an int or a pair"):
+            multi_scale(2, image_size=(32, 32, 3))
 
     def test_bad_input_shapes(self):
         layer = tfco.layers.PSRoIAlign((2, 3))

@@ -37,31 +37,29 @@ _BOX_FORMATS = (
 )
 
 
-def check_output_size(output_size):
-    """(pooled_height, pooled_width) from an int or a pair of ints."""
-    if isinstance(output_size, (tf.Tensor, tf.Variable)):
+def check_size(size, name="output_size"):
+    """(height, width) from an int or a pair of ints, all positive; errors
+    name the argument `name`."""
+    if isinstance(size, (tf.Tensor, tf.Variable)):
         raise TypeError(
-            "output_size must be a Python int or a pair of ints (it sets the "
-            f"op's attributes, so it cannot be a tensor), got {output_size!r}"
+            f"{name} must be a Python int or a pair of ints (it sets the op's "
+            f"attributes, so it cannot be a tensor), got {size!r}"
         )
-    if isinstance(output_size, numbers.Integral) and not isinstance(output_size, bool):
-        size = (int(output_size), int(output_size))
-    elif isinstance(output_size, (list, tuple)) and len(output_size) == 2:
-        if not all(
-            isinstance(s, numbers.Integral) and not isinstance(s, bool)
-            for s in output_size
-        ):
-            raise TypeError(
-                f"output_size must be an int or a pair of ints, got {output_size!r}"
-            )
-        size = (int(output_size[0]), int(output_size[1]))
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        pair = (int(size), int(size))
+    elif (
+        isinstance(size, (list, tuple))
+        and len(size) == 2
+        and all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in size
+        )
+    ):
+        pair = (int(size[0]), int(size[1]))
     else:
-        raise TypeError(
-            f"output_size must be an int or a pair of ints, got {output_size!r}"
-        )
-    if min(size) <= 0:
-        raise ValueError(f"output_size must be positive, got {output_size!r}")
-    return size
+        raise TypeError(f"{name} must be an int or a pair of ints, got {size!r}")
+    if min(pair) <= 0:
+        raise ValueError(f"{name} must be positive, got {size!r}")
+    return pair
 
 
 def check_data_format(data_format):
@@ -224,26 +222,10 @@ def _flat_batched_rois(rois, box_counts, features):
     return flat, restore
 
 
-def convert_rois(rois):
-    """Boxes as a float32 `[K, 5]` tensor of `(batch_index, x1, y1, x2, y2)`.
-
-    Args:
-      rois: A `[K, 5]` tensor (or anything convertible), a list of per-image
-        `[L_i, 4]` tensors or arrays of `(x1, y1, x2, y2)` whose list position
-        is the batch index, per-image boxes `[N, K, 4]`, or a
-        `tf.RaggedTensor` `[N, None, 4]`.
-
-    Returns:
-      A float32 `Tensor` of shape `[K, 5]` (`[N * K, 5]` for `[N, K, 4]`,
-      image-major).
-    """
-    return _flat_rois(rois, None)[0]
-
-
 def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs):
     """Validates the arguments, runs `raw_op` on `[M, 5]` rows, and returns the
     result in the layout of `rois`."""
-    pooled_height, pooled_width = check_output_size(output_size)
+    pooled_height, pooled_width = check_size(output_size)
     data_format = check_data_format(data_format)
     features = _check_features(features)
     flat, restore = _flat_rois(rois, box_counts, features)
@@ -573,7 +555,7 @@ def multi_scale_roi_align(
                 box_counts=box_counts,
                 **attrs,
             )
-        check_output_size(output_size)
+        check_size(output_size)
         flat, restore = _flat_rois(rois, box_counts, features[0])
         levels = _fpn_levels(
             flat[:, 1:], scales, float(canonical_scale), float(canonical_level)
@@ -610,7 +592,7 @@ def _pyramid_scales(features, spatial_scales, image_size, data_format):
                 "multi_scale_roi_align needs spatial_scales, or image_size to "
                 "infer them from the feature maps' heights"
             )
-        height, _ = check_output_size(image_size)
+        height, _ = check_size(image_size, "image_size")
         axis = 1 if data_format == "NHWC" else 2
         spatial_scales = []
         for level, f in enumerate(features):

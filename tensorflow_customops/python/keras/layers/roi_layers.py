@@ -89,7 +89,7 @@ class _RoILayer(keras.layers.Layer):
         super().__init__(**kwargs)
         # No XLA kernels: keeps compile(jit_compile="auto") off XLA.
         self.supports_jit = False
-        self.output_size = roi_ops.check_output_size(output_size)
+        self.output_size = roi_ops.check_size(output_size)
         self.data_format = roi_ops.check_data_format(
             keras.config.image_data_format() if data_format is None else data_format
         )
@@ -333,7 +333,9 @@ class MultiScaleRoIAlign(_RoILayer):
             None if spatial_scales is None else [float(s) for s in spatial_scales]
         )
         self.image_size = (
-            None if image_size is None else list(roi_ops.check_output_size(image_size))
+            None
+            if image_size is None
+            else list(roi_ops.check_size(image_size, "image_size"))
         )
         self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
         self.aligned = _check_aligned(aligned)
