@@ -132,15 +132,16 @@ void DispatchZeroOut(DType dtype, F&& f) {
 
 // --- RoI ops.
 
+namespace roi = tensorflow::customops::roi;
+
+// A RoI case's functor arguments, built as the op kernels build them, and the
+// dims of its pooled tensor.
 struct RoiCall {
-  tensorflow::roi::RoiShape shape;
-  tensorflow::roi::Layout features_layout;
-  tensorflow::roi::Layout pooled_layout;
-  bool nchw;
+  roi::RoiArgs args;
   std::vector<int64_t> pooled_dims;
 };
 
-RoiCall MakeRoiCall(const Case& c, bool position_sensitive) {
+RoiCall MakeRoiCall(const Case& c, roi::RoiKind kind) {
   const Tensor& features = c.Input("features");
   const Tensor& rois = c.Input("rois");
   if (features.dims.size() != 4 || rois.dims.size() != 2 || rois.dims[1] != 5 ||
@@ -148,52 +149,42 @@ RoiCall MakeRoiCall(const Case& c, bool position_sensitive) {
     throw std::runtime_error("features must be 4-D and rois float32 [K, 5]");
   }
   RoiCall call;
-  call.nchw = c.Attr("nchw") != 0;
+  roi::RoiAttrs& a = call.args.attrs;
+  a.kind = kind;
+  a.pooled_height = static_cast<int>(c.Attr("pooled_height"));
+  a.pooled_width = static_cast<int>(c.Attr("pooled_width"));
+  a.spatial_scale = static_cast<float>(c.Attr("spatial_scale"));
+  if (a.bilinear()) {
+    a.sampling_ratio = static_cast<int>(c.Attr("sampling_ratio"));
+    a.aligned = c.Attr("aligned") != 0;
+  }
+  a.nchw = c.Attr("nchw") != 0;
   const std::vector<int64_t>& d = features.dims;
-  auto& s = call.shape;
+  roi::RoiShape& s = call.args.shape;
   s.batch = d[0];
-  s.height = call.nchw ? d[2] : d[1];
-  s.width = call.nchw ? d[3] : d[2];
-  s.channels = call.nchw ? d[1] : d[3];
+  s.height = a.nchw ? d[2] : d[1];
+  s.width = a.nchw ? d[3] : d[2];
+  s.channels = a.nchw ? d[1] : d[3];
   s.num_rois = rois.dims[0];
-  s.pooled_height = static_cast<int>(c.Attr("pooled_height"));
-  s.pooled_width = static_cast<int>(c.Attr("pooled_width"));
-  s.out_channels =
-      position_sensitive
-          ? s.channels / (int64_t{s.pooled_height} * s.pooled_width)
-          : s.channels;
-  using tensorflow::roi::Layout;
-  call.features_layout = Layout::Make(call.nchw, s.height, s.width, s.channels);
-  call.pooled_layout =
-      Layout::Make(call.nchw, s.pooled_height, s.pooled_width, s.out_channels);
-  call.pooled_dims = call.nchw
+  s.out_channels = a.position_sensitive() ? s.channels / a.bins() : s.channels;
+  call.args.features_layout =
+      roi::Layout::Make(a.nchw, s.height, s.width, s.channels);
+  call.args.pooled_layout = roi::Layout::Make(a.nchw, a.pooled_height,
+                                              a.pooled_width, s.out_channels);
+  call.pooled_dims = a.nchw
                          ? std::vector<int64_t>{s.num_rois, s.out_channels,
-                                                s.pooled_height, s.pooled_width}
-                         : std::vector<int64_t>{s.num_rois, s.pooled_height,
-                                                s.pooled_width, s.out_channels};
+                                                a.pooled_height, a.pooled_width}
+                         : std::vector<int64_t>{s.num_rois, a.pooled_height,
+                                                a.pooled_width, s.out_channels};
   return call;
 }
 
-tensorflow::RoiAlignArgs AlignArgs(const Case& c, const RoiCall& call,
-                                   bool position_sensitive) {
-  tensorflow::RoiAlignArgs args;
-  args.shape = call.shape;
-  args.features_layout = call.features_layout;
-  args.pooled_layout = call.pooled_layout;
-  args.spatial_scale = static_cast<float>(c.Attr("spatial_scale"));
-  args.sampling_ratio = static_cast<int>(c.Attr("sampling_ratio"));
-  args.aligned = c.Attr("aligned") != 0;
-  args.position_sensitive = position_sensitive;
-  return args;
-}
-
-tensorflow::RoiPoolArgs PoolArgs(const Case& c, const RoiCall& call) {
-  tensorflow::RoiPoolArgs args;
-  args.shape = call.shape;
-  args.features_layout = call.features_layout;
-  args.pooled_layout = call.pooled_layout;
-  args.spatial_scale = static_cast<float>(c.Attr("spatial_scale"));
-  return args;
+roi::RoiKind RoiKindOf(const std::string& op) {
+  if (op == "RoiAlign") return roi::RoiKind::kAlign;
+  if (op == "PsRoiAlign") return roi::RoiKind::kPsAlign;
+  if (op == "RoiPool") return roi::RoiKind::kPool;
+  if (op == "PsRoiPool") return roi::RoiKind::kPsPool;
+  throw std::runtime_error("not a RoI op: " + op);
 }
 
 // Device copies of a RoI case's tensors, and the calls of its functors, as
@@ -203,22 +194,17 @@ class RoiRunner {
   RoiRunner(const Case& c, const GPUDevice& d)
       : case_(c),
         d_(d),
-        kind_(c.op.substr(0, c.op.size() - (IsGrad(c.op) ? 4 : 0))),
-        ps_(kind_ == "PsRoiAlign" || kind_ == "PsRoiPool"),
-        call_(MakeRoiCall(c, ps_)),
+        call_(MakeRoiCall(c, RoiKindOf(c.op.substr(
+                                 0, c.op.size() - (IsGrad(c.op) ? 4 : 0))))),
         dtype_(c.Input("features").dtype),
         features_(c.Input("features")),
-        rois_scratch_(c.Input("rois").data.size()),
+        rois_(c.Input("rois").data.size()),
         pooled_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
                                        SizeOf(dtype_))),
         argmax_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
                                        sizeof(int32_t))),
         grad_features_(
             DeviceBuffer::Poisoned(c.Input("features").data.size())) {
-    if (kind_ != "RoiAlign" && kind_ != "PsRoiAlign" && kind_ != "RoiPool" &&
-        kind_ != "PsRoiPool") {
-      throw std::runtime_error("not a RoI op: " + c.op);
-    }
     const auto grads = c.inputs.find("grads");
     if (grads != c.inputs.end()) grads_.reset(new DeviceBuffer(grads->second));
     const auto argmax = c.inputs.find("argmax");
@@ -248,7 +234,7 @@ class RoiRunner {
           grad_features_.Download(dtype_, case_.Input("features").dims);
     } else {
       out["pooled"] = pooled_.Download(dtype_, call_.pooled_dims);
-      if (kind_ == "RoiPool") {
+      if (call_.args.attrs.kind == roi::RoiKind::kPool) {
         out["argmax"] = argmax_.Download(DType::kInt32, call_.pooled_dims);
       }
     }
@@ -261,8 +247,16 @@ class RoiRunner {
     for (int64_t v : dims) n *= v;
     return n;
   }
-  const float* host_rois() const {
-    return reinterpret_cast<const float*>(case_.Input("rois").data.data());
+  // The op kernels copy the validated rois to the device, and wait, before
+  // every launch; so does this, so that timings include it.
+  const float* device_rois() {
+    const std::vector<char>& host = case_.Input("rois").data;
+    if (host.empty()) return rois_.get<float>();
+    Check(cudaMemcpyAsync(rois_.get<char>(), host.data(), host.size(),
+                          cudaMemcpyHostToDevice, d_.stream()),
+          "cudaMemcpyAsync");
+    Check(cudaStreamSynchronize(d_.stream()), "cudaStreamSynchronize");
+    return rois_.get<float>();
   }
   const int32_t* argmax_for_grad() const {
     // RoiPoolGrad uses the argmax its forward wrote; a case that carries the
@@ -272,48 +266,48 @@ class RoiRunner {
 
   template <typename T>
   void ForwardAs(T) {
-    namespace f = tensorflow::functor;
+    namespace f = tensorflow::customops::functor;
+    const roi::RoiArgs& args = call_.args;
     const T* x = features_.get<T>();
-    float* scratch = rois_scratch_.get<float>();
-    if (kind_ == "RoiAlign" || kind_ == "PsRoiAlign") {
-      f::RoiAlign<GPUDevice, T>()(d_, AlignArgs(case_, call_, ps_), x,
-                                  host_rois(), scratch, pooled_.get<T>());
-    } else if (kind_ == "RoiPool") {
-      f::RoiPool<GPUDevice, T>()(d_, PoolArgs(case_, call_), x, host_rois(),
-                                 scratch, pooled_.get<T>(),
-                                 argmax_.get<int32_t>());
-    } else {
-      f::PsRoiPool<GPUDevice, T>()(d_, PoolArgs(case_, call_), x, host_rois(),
-                                   scratch, pooled_.get<T>());
+    const float* rois = device_rois();
+    switch (args.attrs.kind) {
+      case roi::RoiKind::kAlign:
+      case roi::RoiKind::kPsAlign:
+        return f::RoiAlign<GPUDevice, T>()(d_, args, x, rois, pooled_.get<T>());
+      case roi::RoiKind::kPool:
+        return f::RoiPool<GPUDevice, T>()(d_, args, x, rois, pooled_.get<T>(),
+                                          argmax_.get<int32_t>());
+      case roi::RoiKind::kPsPool:
+        return f::PsRoiPool<GPUDevice, T>()(d_, args, x, rois,
+                                            pooled_.get<T>());
     }
   }
 
   template <typename T>
   void BackwardAs(T) {
-    namespace f = tensorflow::functor;
+    namespace f = tensorflow::customops::functor;
+    const roi::RoiArgs& args = call_.args;
     const T* g = grads_->get<T>();
-    float* scratch = rois_scratch_.get<float>();
+    const float* rois = device_rois();
     T* out = grad_features_.get<T>();
-    if (kind_ == "RoiAlign" || kind_ == "PsRoiAlign") {
-      f::RoiAlignGrad<GPUDevice, T>()(d_, AlignArgs(case_, call_, ps_), g,
-                                      host_rois(), scratch, out);
-    } else if (kind_ == "RoiPool") {
-      f::RoiPoolGrad<GPUDevice, T>()(d_, PoolArgs(case_, call_), g, host_rois(),
-                                     scratch, argmax_for_grad(), out);
-    } else {
-      f::PsRoiPoolGrad<GPUDevice, T>()(d_, PoolArgs(case_, call_), g,
-                                       host_rois(), scratch, out);
+    switch (args.attrs.kind) {
+      case roi::RoiKind::kAlign:
+      case roi::RoiKind::kPsAlign:
+        return f::RoiAlignGrad<GPUDevice, T>()(d_, args, g, rois, out);
+      case roi::RoiKind::kPool:
+        return f::RoiPoolGrad<GPUDevice, T>()(d_, args, g, rois,
+                                              argmax_for_grad(), out);
+      case roi::RoiKind::kPsPool:
+        return f::PsRoiPoolGrad<GPUDevice, T>()(d_, args, g, rois, out);
     }
   }
 
   const Case& case_;
   const GPUDevice& d_;
-  std::string kind_;
-  bool ps_;
   RoiCall call_;
   DType dtype_;
   DeviceBuffer features_;
-  DeviceBuffer rois_scratch_;
+  DeviceBuffer rois_;
   DeviceBuffer pooled_;
   DeviceBuffer argmax_;
   DeviceBuffer grad_features_;
@@ -348,7 +342,7 @@ std::map<std::string, Tensor> RunMatrixMul(const Case& c, const GPUDevice& d) {
   DeviceBuffer product = DeviceBuffer::Poisoned(m * n * SizeOf(a.dtype));
   DispatchFloat(a.dtype, [&](auto t) {
     typedef decltype(t) T;
-    tensorflow::functor::MatrixMul<GPUDevice, T>()(
+    tensorflow::customops::functor::MatrixMul<GPUDevice, T>()(
         d, typename TTypes<T>::ConstMatrix(da.get<T>(), a.dims[0], a.dims[1]),
         typename TTypes<T>::ConstMatrix(db.get<T>(), b.dims[0], b.dims[1]), ta,
         tb, typename TTypes<T>::Matrix(product.get<T>(), m, n));
@@ -396,7 +390,7 @@ std::map<std::string, Tensor> RunClip(const Case& c, const GPUDevice& d) {
 
   DispatchFloat(dtype, [&](auto type) {
     typedef decltype(type) T;
-    namespace f = tensorflow::functor;
+    namespace f = tensorflow::customops::functor;
     f::ConstFlatList<T> inputs, dclipped;
     f::FlatList<T> outputs;
     for (int i = 0; i < n; ++i) {
@@ -445,7 +439,7 @@ std::map<std::string, Tensor> RunCheckNumerics(const Case& c,
     if (input.NumElements() == 0) continue;  // as the op kernel
     DispatchFloat(input.dtype, [&](auto type) {
       typedef decltype(type) T;
-      tensorflow::functor::NumericFlags<GPUDevice, T>()(
+      tensorflow::customops::functor::NumericFlags<GPUDevice, T>()(
           d, typename TTypes<T>::ConstFlat(x[i].get<T>(), input.NumElements()),
           flags.get<int>() + i);
     });
@@ -463,7 +457,7 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
   const int64_t keep = static_cast<int64_t>(c.Attr("keep"));
   DispatchZeroOut(x.dtype, [&](auto type) {
     typedef decltype(type) T;
-    tensorflow::functor::ZeroOut<GPUDevice, T>()(
+    tensorflow::customops::functor::ZeroOut<GPUDevice, T>()(
         d, typename TTypes<T>::ConstFlat(dx.get<T>(), x.NumElements()),
         typename TTypes<T>::Flat(y.get<T>(), x.NumElements()), keep);
   });

@@ -15,6 +15,7 @@
 #include "tensorflow/core/framework/tensor.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
@@ -132,4 +133,5 @@ REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckNumericsN").Device(DEVICE_GPU),
 
 #endif  // GOOGLE_CUDA
 
+}  // namespace customops
 }  // namespace tensorflow

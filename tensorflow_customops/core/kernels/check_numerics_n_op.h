@@ -4,6 +4,7 @@
 #include "tensorflow/core/framework/tensor_types.h"
 
 namespace tensorflow {
+namespace customops {
 namespace functor {
 
 // Bits of a tensor's flags word.
@@ -19,6 +20,7 @@ struct NumericFlags {
 };
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_

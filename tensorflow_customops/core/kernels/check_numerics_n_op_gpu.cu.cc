@@ -11,6 +11,7 @@
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
@@ -49,6 +50,7 @@ TF_CALL_double(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

@@ -16,6 +16,7 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
@@ -448,4 +449,5 @@ TF_CALL_double(REGISTER_GPU);
 
 #endif  // GOOGLE_CUDA
 
+}  // namespace customops
 }  // namespace tensorflow

@@ -8,6 +8,7 @@
 #include "tensorflow/core/framework/tensor_types.h"
 
 namespace tensorflow {
+namespace customops {
 namespace functor {
 
 template <typename T>
@@ -83,6 +84,7 @@ struct ClipByGlobalNormGrad {
 };
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_

@@ -15,6 +15,7 @@
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
@@ -194,6 +195,7 @@ TF_CALL_double(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

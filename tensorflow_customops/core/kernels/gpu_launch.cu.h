@@ -22,6 +22,7 @@
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tensorflow {
+namespace customops {
 
 // Threads per block of LaunchGpuLoop; kernels may name it in
 // __launch_bounds__.
@@ -75,6 +76,7 @@ void LaunchGpuLoop(void (*kernel)(Params...), int64_t size,
                   d, args...);
 }
 
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

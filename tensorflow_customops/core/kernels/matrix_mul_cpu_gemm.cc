@@ -22,6 +22,7 @@
 #include <utility>
 
 namespace tensorflow {
+namespace customops {
 namespace matrix_mul_cpu {
 namespace {
 
@@ -811,4 +812,5 @@ void Gemm(Isa isa, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
 }
 
 }  // namespace matrix_mul_cpu
+}  // namespace customops
 }  // namespace tensorflow

@@ -11,6 +11,7 @@
 #include <functional>
 
 namespace tensorflow {
+namespace customops {
 namespace matrix_mul_cpu {
 
 enum class Isa { kBaseline, kAvx2, kAvx512 };
@@ -69,6 +70,7 @@ void Gemm(Isa isa, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
           int num_threads, const ParallelFor& parallel_for);
 
 }  // namespace matrix_mul_cpu
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_CPU_GEMM_H_

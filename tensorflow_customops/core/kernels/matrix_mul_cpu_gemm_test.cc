@@ -21,6 +21,7 @@
 #include "tensorflow/core/platform/logging.h"
 
 namespace tensorflow {
+namespace customops {
 namespace matrix_mul_cpu {
 namespace {
 
@@ -259,10 +260,12 @@ void TestWorkspaceReuse() {
 
 }  // namespace
 }  // namespace matrix_mul_cpu
+}  // namespace customops
 }  // namespace tensorflow
 
 int main() {
-  using namespace tensorflow::matrix_mul_cpu;  // NOLINT(build/namespaces)
+  using namespace tensorflow::customops::
+      matrix_mul_cpu;  // NOLINT(build/namespaces)
   const std::vector<Isa> isas = AvailableIsas();
   if (isas.empty()) {
     std::printf("SKIPPED: this CPU has neither AVX2+FMA nor AVX-512\n");

@@ -19,6 +19,7 @@
 #include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
@@ -192,4 +193,5 @@ TF_CALL_double(REGISTER_GPU);
 
 #endif  // GOOGLE_CUDA
 
+}  // namespace customops
 }  // namespace tensorflow

@@ -4,6 +4,7 @@
 #include "tensorflow/core/framework/tensor_types.h"
 
 namespace tensorflow {
+namespace customops {
 namespace functor {
 
 // product = op(a) * op(b), where op transposes when its flag is set. Shared by
@@ -18,6 +19,7 @@ struct MatrixMul {
 };
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_

@@ -13,6 +13,7 @@
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
@@ -103,6 +104,7 @@ TF_CALL_double(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

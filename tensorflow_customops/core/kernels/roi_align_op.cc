@@ -9,7 +9,6 @@
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
@@ -18,24 +17,12 @@
 #include "tensorflow_customops/core/kernels/roi_kernel_util.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
-
-RoiAlignArgs MakeArgs(const roi::RoiShape& shape, const roi::RoiAttrs& attrs,
-                      const roi::Layout& features_layout) {
-  RoiAlignArgs args;
-  args.shape = shape;
-  args.features_layout = features_layout;
-  args.pooled_layout = roi::PooledLayout(shape, attrs);
-  args.spatial_scale = attrs.spatial_scale;
-  args.sampling_ratio = attrs.sampling_ratio;
-  args.aligned = attrs.aligned;
-  args.position_sensitive = attrs.position_sensitive;
-  return args;
-}
 
 // acc[c] += sum_j weight[j] * corner_j[c * stride] for c < n. The stride-1
 // case (NHWC RoiAlign) is a separate loop so the compiler vectorises it; both
@@ -77,46 +64,36 @@ namespace functor {
 
 template <typename T>
 struct RoiAlign<CPUDevice, T> {
-  void operator()(const CPUDevice& d, const RoiAlignArgs& args,
-                  const T* features, const float* rois, float* /*scratch*/,
-                  T* pooled) {
+  void operator()(const CPUDevice& d, const roi::RoiArgs& args,
+                  const T* features, const float* rois, T* pooled) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
+    const roi::RoiAttrs& a = args.attrs;
     const int64_t channels = s.out_channels;
-    const int64_t bins_per_roi =
-        static_cast<int64_t>(s.pooled_height) * s.pooled_width;
     // One work item is one output bin with all its channels: each bilinear
     // weight is computed once per sample and applied to every channel, and
     // each item writes only its own outputs.
     auto work = [&](int64_t begin, int64_t end) {
       std::vector<A> acc(channels);
       for (int64_t item = begin; item < end; ++item) {
-        const int64_t k = item / bins_per_roi;
+        const int64_t k = item / a.bins();
         const int ph =
-            static_cast<int>(item / s.pooled_width % s.pooled_height);
-        const int pw = static_cast<int>(item % s.pooled_width);
+            static_cast<int>(item / a.pooled_width % a.pooled_height);
+        const int pw = static_cast<int>(item % a.pooled_width);
         const float* roi = rois + k * 5;
         const T* image = features + static_cast<int64_t>(roi[0]) *
                                         args.features_layout.n_stride;
-        const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
+        const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
         int64_t cs, first;
         roi::BinChannels(args, ph, pw, &cs, &first);
+        const T* base = image + first;
         std::fill(acc.begin(), acc.end(), A(0));
-        for (int iy = 0; iy < box.grid_h; ++iy) {
-          const A y =
-              roi::SamplePoint(box.start_h, ph, box.bin_h, iy, box.grid_h);
-          for (int ix = 0; ix < box.grid_w; ++ix) {
-            const A x =
-                roi::SamplePoint(box.start_w, pw, box.bin_w, ix, box.grid_w);
-            const roi::BilinearSample<A> p =
-                roi::Bilinear<A>(y, x, s.height, s.width, args.features_layout);
-            if (!p.valid) continue;
-            const T* base = image + first;
-            AddSample(acc.data(), base + p.offset[0], base + p.offset[1],
-                      base + p.offset[2], base + p.offset[3], p.weight, cs,
-                      channels);
-          }
-        }
+        roi::ForEachSample(
+            args, box, ph, pw, [&](const roi::BilinearSample<A>& p) {
+              AddSample(acc.data(), base + p.offset[0], base + p.offset[1],
+                        base + p.offset[2], base + p.offset[3], p.weight, cs,
+                        channels);
+            });
         const A count = roi::SampleCount(box);
         for (int64_t c = 0; c < channels; ++c) {
           pooled[args.pooled_layout.Offset(k, ph, pw, c)] =
@@ -125,9 +102,9 @@ struct RoiAlign<CPUDevice, T> {
       }
     };
     const int64_t samples =
-        args.sampling_ratio > 0 ? args.sampling_ratio * args.sampling_ratio : 4;
+        a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4;
     d.parallelFor(
-        s.num_rois * bins_per_roi,
+        s.num_rois * a.bins(),
         Eigen::TensorOpCost(samples * channels * 4 * sizeof(T),
                             channels * sizeof(T), samples * channels * 10),
         work);
@@ -136,17 +113,18 @@ struct RoiAlign<CPUDevice, T> {
 
 template <typename T>
 struct RoiAlignGrad<CPUDevice, T> {
-  void operator()(const CPUDevice& d, const RoiAlignArgs& args, const T* grads,
-                  const float* rois, float* /*scratch*/, T* grad_features) {
+  void operator()(const CPUDevice& d, const roi::RoiArgs& args, const T* grads,
+                  const float* rois, T* grad_features) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
+    const roi::RoiAttrs& a = args.attrs;
     const roi::RoisByImage groups =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
     const int64_t samples =
-        args.sampling_ratio > 0 ? args.sampling_ratio * args.sampling_ratio : 4;
+        a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4;
     const int64_t cost =
         std::max<int64_t>(1, s.num_rois / std::max<int64_t>(s.batch, 1)) *
-        s.pooled_height * s.pooled_width * samples * 8;
+        a.bins() * samples * 8;
     roi::ParallelBackward(
         d, s, args.features_layout, cost, grad_features,
         [&](int64_t n, int64_t c_begin, int64_t c_end, A* image) {
@@ -155,10 +133,10 @@ struct RoiAlignGrad<CPUDevice, T> {
           std::vector<A> g(block);
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
-            const roi::AlignBox<A> box = roi::BoxOf<A>(args, rois + k * 5);
+            const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, rois + k * 5);
             const A count = roi::SampleCount(box);
-            for (int ph = 0; ph < s.pooled_height; ++ph) {
-              for (int pw = 0; pw < s.pooled_width; ++pw) {
+            for (int ph = 0; ph < a.pooled_height; ++ph) {
+              for (int pw = 0; pw < a.pooled_width; ++pw) {
                 for (int64_t c = c_begin; c < c_end; ++c) {
                   g[c - c_begin] =
                       static_cast<A>(
@@ -168,21 +146,13 @@ struct RoiAlignGrad<CPUDevice, T> {
                 int64_t cs, first;
                 roi::BinChannels(args, ph, pw, &cs, &first);
                 A* channels = image + first + c_begin * cs;
-                for (int iy = 0; iy < box.grid_h; ++iy) {
-                  const A y = roi::SamplePoint(box.start_h, ph, box.bin_h, iy,
-                                               box.grid_h);
-                  for (int ix = 0; ix < box.grid_w; ++ix) {
-                    const A x = roi::SamplePoint(box.start_w, pw, box.bin_w, ix,
-                                                 box.grid_w);
-                    const roi::BilinearSample<A> p = roi::Bilinear<A>(
-                        y, x, s.height, s.width, args.features_layout);
-                    if (!p.valid) continue;
-                    for (int j = 0; j < 4; ++j) {
-                      Scatter(channels + p.offset[j], g.data(), p.weight[j], cs,
-                              block);
-                    }
-                  }
-                }
+                roi::ForEachSample(args, box, ph, pw,
+                                   [&](const roi::BilinearSample<A>& p) {
+                                     for (int j = 0; j < 4; ++j) {
+                                       Scatter(channels + p.offset[j], g.data(),
+                                               p.weight[j], cs, block);
+                                     }
+                                   });
               }
             }
           }
@@ -192,102 +162,34 @@ struct RoiAlignGrad<CPUDevice, T> {
 
 }  // namespace functor
 
+namespace {
+
+// The launcher of RoiForwardOp and RoiBackwardOp: both kinds share the
+// functors, which read the kind from the args.
 template <typename Device, typename T>
-class RoiAlignOp : public OpKernel {
- public:
-  explicit RoiAlignOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context,
-                   roi::ReadRoiAttrs(context,
-                                     type_string() == "CustomOps>PsRoiAlign"
-                                         ? roi::OpKind::kPsAlign
-                                         : roi::OpKind::kAlign,
-                                     &attrs_));
+struct AlignLaunch {
+  static void Forward(const Device& d, const roi::RoiArgs& args,
+                      const T* features, const float* rois,
+                      Tensor* const* outputs) {
+    functor::RoiAlign<Device, T>()(d, args, features, rois,
+                                   outputs[0]->flat<T>().data());
   }
-
-  void Compute(OpKernelContext* context) override {
-    roi::RoiCall call;
-    Tensor* pooled;
-    OP_REQUIRES_OK(context, roi::PrepareForward(context, attrs_, kDouble,
-                                                kOnGpu, &call, &pooled));
-    if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::ReadFeaturesChannelsLast(
-                       context, call.shape, attrs_, kOnGpu, context->input(0),
-                       [&](const roi::Layout& layout, const Tensor& features) {
-                         functor::RoiAlign<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, attrs_, layout),
-                             features.flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, pooled->flat<T>().data());
-                       }));
+  static void Backward(const Device& d, const roi::RoiArgs& args,
+                       const T* grads, const float* rois,
+                       const int32_t* /*argmax*/, T* grad_features) {
+    functor::RoiAlignGrad<Device, T>()(d, args, grads, rois, grad_features);
   }
-
- private:
-  static constexpr bool kDouble = std::is_same<T, double>::value;
-  static constexpr bool kOnGpu = std::is_same<Device, GPUDevice>::value;
-  roi::RoiAttrs attrs_;
 };
 
-template <typename Device, typename T>
-class RoiAlignGradOp : public OpKernel {
- public:
-  explicit RoiAlignGradOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context,
-                   roi::ReadRoiAttrs(context,
-                                     type_string() == "CustomOps>PsRoiAlignGrad"
-                                         ? roi::OpKind::kPsAlign
-                                         : roi::OpKind::kAlign,
-                                     &attrs_));
-  }
+}  // namespace
 
-  void Compute(OpKernelContext* context) override {
-    roi::RoiCall call;
-    Tensor* grad_features;
-    OP_REQUIRES_OK(context,
-                   roi::PrepareBackward(context, attrs_, 2, kDouble, kOnGpu,
-                                        &call, &grad_features));
-    if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   roi::WriteFeaturesChannelsLast(
-                       context, call.shape, attrs_, kOnGpu, grad_features,
-                       [&](const roi::Layout& layout, Tensor* grad_features) {
-                         functor::RoiAlignGrad<Device, T>()(
-                             context->eigen_device<Device>(),
-                             MakeArgs(call.shape, attrs_, layout),
-                             context->input(0).flat<T>().data(),
-                             context->input(1).flat<float>().data(),
-                             call.device_rois, grad_features->flat<T>().data());
-                       }));
-  }
-
- private:
-  static constexpr bool kDouble = std::is_same<T, double>::value;
-  static constexpr bool kOnGpu = std::is_same<Device, GPUDevice>::value;
-  roi::RoiAttrs attrs_;
-};
-
-#define REGISTER_CPU(T)                                                       \
-  REGISTER_KERNEL_BUILDER(                                                    \
-      Name("CustomOps>RoiAlign").Device(DEVICE_CPU).TypeConstraint<T>("T"),   \
-      RoiAlignOp<CPUDevice, T>);                                              \
-  REGISTER_KERNEL_BUILDER(                                                    \
-      Name("CustomOps>PsRoiAlign").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
-      RoiAlignOp<CPUDevice, T>);                                              \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")                      \
-                              .Device(DEVICE_CPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("features_shape"),                  \
-                          RoiAlignGradOp<CPUDevice, T>);                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")                    \
-                              .Device(DEVICE_CPU)                             \
-                              .TypeConstraint<T>("T")                         \
-                              .HostMemory("features_shape"),                  \
-                          RoiAlignGradOp<CPUDevice, T>);
-TF_CALL_half(REGISTER_CPU);
-TF_CALL_bfloat16(REGISTER_CPU);
-TF_CALL_float(REGISTER_CPU);
-TF_CALL_double(REGISTER_CPU);
+#define REGISTER(device, DeviceType, T)                                      \
+  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "RoiAlign", RoiKind::kAlign, \
+                            AlignLaunch, T);                                 \
+  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "PsRoiAlign",                \
+                            RoiKind::kPsAlign, AlignLaunch, T);
+#define REGISTER_CPU(T) REGISTER(DEVICE_CPU, CPUDevice, T)
+TF_CALL_FLOAT_TYPES(REGISTER_CPU);
 #undef REGISTER_CPU
 
 #if GOOGLE_CUDA
@@ -296,44 +198,16 @@ namespace functor {
 #define DECLARE_GPU_SPEC(T)                      \
   extern template struct RoiAlign<GPUDevice, T>; \
   extern template struct RoiAlignGrad<GPUDevice, T>;
-TF_CALL_half(DECLARE_GPU_SPEC);
-TF_CALL_bfloat16(DECLARE_GPU_SPEC);
-TF_CALL_float(DECLARE_GPU_SPEC);
-TF_CALL_double(DECLARE_GPU_SPEC);
+TF_CALL_FLOAT_TYPES(DECLARE_GPU_SPEC);
 #undef DECLARE_GPU_SPEC
 }  // namespace functor
 
-// rois live in host memory so that every box (its batch index above all) is
-// validated on the host before anything is launched.
-#define REGISTER_GPU(T)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlign")         \
-                              .Device(DEVICE_GPU)            \
-                              .TypeConstraint<T>("T")        \
-                              .HostMemory("rois"),           \
-                          RoiAlignOp<GPUDevice, T>);         \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlign")       \
-                              .Device(DEVICE_GPU)            \
-                              .TypeConstraint<T>("T")        \
-                              .HostMemory("rois"),           \
-                          RoiAlignOp<GPUDevice, T>);         \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiAlignGrad")     \
-                              .Device(DEVICE_GPU)            \
-                              .TypeConstraint<T>("T")        \
-                              .HostMemory("rois")            \
-                              .HostMemory("features_shape"), \
-                          RoiAlignGradOp<GPUDevice, T>);     \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>PsRoiAlignGrad")   \
-                              .Device(DEVICE_GPU)            \
-                              .TypeConstraint<T>("T")        \
-                              .HostMemory("rois")            \
-                              .HostMemory("features_shape"), \
-                          RoiAlignGradOp<GPUDevice, T>);
-TF_CALL_half(REGISTER_GPU);
-TF_CALL_bfloat16(REGISTER_GPU);
-TF_CALL_float(REGISTER_GPU);
-TF_CALL_double(REGISTER_GPU);
+#define REGISTER_GPU(T) REGISTER(DEVICE_GPU, GPUDevice, T)
+TF_CALL_FLOAT_TYPES(REGISTER_GPU);
 #undef REGISTER_GPU
 
 #endif  // GOOGLE_CUDA
+#undef REGISTER
 
+}  // namespace customops
 }  // namespace tensorflow

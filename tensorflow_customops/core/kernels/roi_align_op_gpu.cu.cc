@@ -16,109 +16,107 @@
 #include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-// Each thread computes the V outputs of a channel group (see
-// DecodePooledGroup). At most 64 registers, so four blocks fit a
-// multiprocessor: with the 95 the compiler picks unbounded, two did (a
-// quarter of the threads an H100 holds), and gathers from the features could
-// not hide their latency.
+// The V outputs of channel group g (see DecodePooledGroup): their bin, box,
+// and where they and their first input channel start.
+template <typename A, typename I, int V>
+struct AlignGroup {
+  roi::PooledIndex idx;
+  roi::AlignBox<A> box;
+  // Output j is at first_output + j * out_stride in the pooled tensor, and
+  // its input channel starts at first_input + j * in_stride in the features.
+  I first_output;
+  I out_stride;
+  int64_t first_input;
+  I in_stride;
+};
+
+template <typename A, typename I, int V>
+__device__ inline AlignGroup<A, I, V> DecodeAlignGroup(
+    I g, const roi::RoiArgs& args, const float* __restrict__ rois) {
+  AlignGroup<A, I, V> group;
+  group.idx = roi::DecodePooledGroup<V>(g, args, &group.first_output);
+  const float* roi = rois + group.idx.k * 5;
+  group.box = roi::MakeAlignBox<A>(args.attrs, roi);
+  int64_t cs, first;
+  roi::BinChannels(args, group.idx.ph, group.idx.pw, &cs, &first);
+  const I step = static_cast<I>(args.shape.out_channels / V);
+  group.out_stride = step * static_cast<I>(args.pooled_layout.c_stride);
+  group.in_stride = step * static_cast<I>(cs);
+  group.first_input =
+      static_cast<int64_t>(roi[0]) * args.features_layout.n_stride + first +
+      group.idx.c * cs;
+  return group;
+}
+
+// Each thread computes the V outputs of a channel group. At most 64
+// registers, so four blocks fit a multiprocessor: with the 95 the compiler
+// picks unbounded, two did (a quarter of the threads an H100 holds), and
+// gathers from the features could not hide their latency.
 template <typename T, typename I, int V>
 __global__ void __launch_bounds__(kGpuLoopThreads, 4)
-    RoiAlignKernel(I groups, RoiAlignArgs args, const T* __restrict__ features,
+    RoiAlignKernel(I groups, roi::RoiArgs args, const T* __restrict__ features,
                    const float* __restrict__ rois, T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
-  const I step = static_cast<I>(args.shape.out_channels / V);
-  const I out_stride = step * static_cast<I>(args.pooled_layout.c_stride);
   for (I g : GpuGridRangeX<I>(groups)) {
-    I first_output;
-    const roi::PooledIndex idx = roi::DecodePooledGroup<V>(
-        g, args.shape, args.pooled_layout, &first_output);
-    const float* roi = rois + idx.k * 5;
-    const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
-    int64_t cs, first;
-    roi::BinChannels(args, idx.ph, idx.pw, &cs, &first);
-    const I in_stride = step * static_cast<I>(cs);
-    const T* channel =
-        features +
-        static_cast<int64_t>(roi[0]) * args.features_layout.n_stride + first +
-        idx.c * cs;
+    const AlignGroup<A, I, V> group = DecodeAlignGroup<A, I, V>(g, args, rois);
+    const T* channel = features + group.first_input;
     A acc[V] = {};
-    for (int iy = 0; iy < box.grid_h; ++iy) {
-      const A y =
-          roi::SamplePoint(box.start_h, idx.ph, box.bin_h, iy, box.grid_h);
-      for (int ix = 0; ix < box.grid_w; ++ix) {
-        const A x =
-            roi::SamplePoint(box.start_w, idx.pw, box.bin_w, ix, box.grid_w);
-        const roi::BilinearSample<A, I> p = roi::Bilinear<A, I>(
-            y, x, args.shape.height, args.shape.width, args.features_layout);
-        if (!p.valid) continue;
+    roi::ForEachSample<A, I>(
+        args, group.box, group.idx.ph, group.idx.pw,
+        [&](const roi::BilinearSample<A, I>& p) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const T* c = channel + j * in_stride;
-          acc[j] += p.weight[0] * static_cast<A>(c[p.offset[0]]) +
-                    p.weight[1] * static_cast<A>(c[p.offset[1]]) +
-                    p.weight[2] * static_cast<A>(c[p.offset[2]]) +
-                    p.weight[3] * static_cast<A>(c[p.offset[3]]);
-        }
-      }
-    }
-    const A count = roi::SampleCount(box);
+          for (int j = 0; j < V; ++j) {
+            const T* c = channel + j * group.in_stride;
+            acc[j] += p.weight[0] * static_cast<A>(c[p.offset[0]]) +
+                      p.weight[1] * static_cast<A>(c[p.offset[1]]) +
+                      p.weight[2] * static_cast<A>(c[p.offset[2]]) +
+                      p.weight[3] * static_cast<A>(c[p.offset[3]]);
+          }
+        });
+    const A count = roi::SampleCount(group.box);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      pooled[first_output + j * out_stride] = static_cast<T>(acc[j] / count);
+      pooled[group.first_output + j * group.out_stride] =
+          static_cast<T>(acc[j] / count);
     }
   }
 }
 
 template <typename T, typename I, int V>
 __global__ void __launch_bounds__(kGpuLoopThreads, 4)
-    RoiAlignGradKernel(I groups, RoiAlignArgs args, const T* __restrict__ grads,
+    RoiAlignGradKernel(I groups, roi::RoiArgs args, const T* __restrict__ grads,
                        const float* __restrict__ rois,
                        T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
-  const I step = static_cast<I>(args.shape.out_channels / V);
-  const I out_stride = step * static_cast<I>(args.pooled_layout.c_stride);
   for (I g : GpuGridRangeX<I>(groups)) {
-    I first_output;
-    const roi::PooledIndex idx = roi::DecodePooledGroup<V>(
-        g, args.shape, args.pooled_layout, &first_output);
-    const float* roi = rois + idx.k * 5;
-    const roi::AlignBox<A> box = roi::BoxOf<A>(args, roi);
-    int64_t cs, first;
-    roi::BinChannels(args, idx.ph, idx.pw, &cs, &first);
-    const I in_stride = step * static_cast<I>(cs);
-    T* channel = grad_features +
-                 static_cast<int64_t>(roi[0]) * args.features_layout.n_stride +
-                 first + idx.c * cs;
+    const AlignGroup<A, I, V> group = DecodeAlignGroup<A, I, V>(g, args, rois);
+    T* channel = grad_features + group.first_input;
+    const A count = roi::SampleCount(group.box);
     A grad[V];
-    const A count = roi::SampleCount(box);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      grad[j] = static_cast<A>(grads[first_output + j * out_stride]) / count;
+      grad[j] =
+          static_cast<A>(grads[group.first_output + j * group.out_stride]) /
+          count;
     }
-    for (int iy = 0; iy < box.grid_h; ++iy) {
-      const A y =
-          roi::SamplePoint(box.start_h, idx.ph, box.bin_h, iy, box.grid_h);
-      for (int ix = 0; ix < box.grid_w; ++ix) {
-        const A x =
-            roi::SamplePoint(box.start_w, idx.pw, box.bin_w, ix, box.grid_w);
-        const roi::BilinearSample<A, I> p = roi::Bilinear<A, I>(
-            y, x, args.shape.height, args.shape.width, args.features_layout);
-        if (!p.valid) continue;
+    roi::ForEachSample<A, I>(args, group.box, group.idx.ph, group.idx.pw,
+                             [&](const roi::BilinearSample<A, I>& p) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          T* c = channel + j * in_stride;
-          for (int q = 0; q < 4; ++q) {
-            GpuAtomicAdd(c + p.offset[q],
-                         static_cast<T>(grad[j] * p.weight[q]));
-          }
-        }
-      }
-    }
+                               for (int j = 0; j < V; ++j) {
+                                 T* c = channel + j * group.in_stride;
+                                 for (int q = 0; q < 4; ++q) {
+                                   GpuAtomicAdd(
+                                       c + p.offset[q],
+                                       static_cast<T>(grad[j] * p.weight[q]));
+                                 }
+                               }
+                             });
   }
 }
 
@@ -128,37 +126,32 @@ namespace functor {
 
 template <typename T>
 struct RoiAlign<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiAlignArgs& args,
-                  const T* features, const float* rois, float* rois_scratch,
-                  T* pooled) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    const int64_t size = roi::PooledSize(args.shape);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args,
+                  const T* features, const float* rois, T* pooled) {
+    const int64_t size = roi::PooledSize(args);
     roi::WithChannelGroups(args, [&](auto index, auto channels) {
       typedef decltype(index) I;
       constexpr int V = decltype(channels)::value;
       const I groups = static_cast<I>(size / V);
       LaunchGpuLoop(RoiAlignKernel<T, I, V>, groups, d, groups, args, features,
-                    rois_scratch, pooled);
+                    rois, pooled);
     });
   }
 };
 
 template <typename T>
 struct RoiAlignGrad<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiAlignArgs& args, const T* grads,
-                  const float* rois, float* rois_scratch, T* grad_features) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    const roi::RoiShape& s = args.shape;
-    d.memset(grad_features, 0,
-             s.batch * s.height * s.width * s.channels * sizeof(T));
-    const int64_t size = roi::PooledSize(s);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
+                  const float* rois, T* grad_features) {
+    roi::ZeroFeatures(d, args, grad_features);
+    const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     roi::WithChannelGroups(args, [&](auto index, auto channels) {
       typedef decltype(index) I;
       constexpr int V = decltype(channels)::value;
       const I groups = static_cast<I>(size / V);
       LaunchGpuLoop(RoiAlignGradKernel<T, I, V>, groups, d, groups, args, grads,
-                    rois_scratch, grad_features);
+                    rois, grad_features);
     });
   }
 };
@@ -166,13 +159,11 @@ struct RoiAlignGrad<GPUDevice, T> {
 #define DEFINE_GPU_SPEC(T)                \
   template struct RoiAlign<GPUDevice, T>; \
   template struct RoiAlignGrad<GPUDevice, T>;
-TF_CALL_half(DEFINE_GPU_SPEC);
-TF_CALL_bfloat16(DEFINE_GPU_SPEC);
-TF_CALL_float(DEFINE_GPU_SPEC);
-TF_CALL_double(DEFINE_GPU_SPEC);
+TF_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

@@ -1,4 +1,7 @@
 #define EIGEN_USE_THREADS
+#if GOOGLE_CUDA
+#define EIGEN_USE_GPU
+#endif
 
 #include "tensorflow_customops/core/kernels/roi_kernel_util.h"
 
@@ -15,9 +18,12 @@
 #include "tensorflow/core/util/overflow.h"
 
 namespace tensorflow {
+namespace customops {
 namespace roi {
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
+
+absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
                           RoiAttrs* attrs) {
+  attrs->kind = kind;
   TF_RETURN_IF_ERROR(context->GetAttr("pooled_height", &attrs->pooled_height));
   TF_RETURN_IF_ERROR(context->GetAttr("pooled_width", &attrs->pooled_width));
   TF_RETURN_IF_ERROR(context->GetAttr("spatial_scale", &attrs->spatial_scale));
@@ -26,7 +32,7 @@ absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
         "spatial_scale must be finite and positive, got ",
         attrs->spatial_scale);
   }
-  if (kind == OpKind::kAlign || kind == OpKind::kPsAlign) {
+  if (attrs->bilinear()) {
     TF_RETURN_IF_ERROR(
         context->GetAttr("sampling_ratio", &attrs->sampling_ratio));
     if (attrs->sampling_ratio > kMaxSamplingRatio) {
@@ -34,16 +40,11 @@ absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
           "sampling_ratio must be at most ", kMaxSamplingRatio,
           " (or <= 0 for an adaptive grid), got ", attrs->sampling_ratio);
     }
-  }
-  if (kind == OpKind::kAlign || kind == OpKind::kPsAlign) {
     TF_RETURN_IF_ERROR(context->GetAttr("aligned", &attrs->aligned));
   }
   std::string data_format;
   TF_RETURN_IF_ERROR(context->GetAttr("data_format", &data_format));
   attrs->nchw = data_format == "NCHW";
-  attrs->position_sensitive =
-      kind == OpKind::kPsPool || kind == OpKind::kPsAlign;
-  attrs->align = kind == OpKind::kAlign || kind == OpKind::kPsAlign;
   return absl::OkStatus();
 }
 
@@ -64,8 +65,6 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
   shape->height = features_shape.dim_size(attrs.nchw ? 2 : 1);
   shape->width = features_shape.dim_size(attrs.nchw ? 3 : 2);
   shape->channels = features_shape.dim_size(attrs.nchw ? 1 : 3);
-  shape->pooled_height = attrs.pooled_height;
-  shape->pooled_width = attrs.pooled_width;
   // argmax stores h * width + w in an int32.
   const int64_t area = MultiplyWithoutOverflow(shape->height, shape->width);
   if (area < 0 || area > std::numeric_limits<int32_t>::max()) {
@@ -74,9 +73,8 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
                                    shape->height, " * ", shape->width);
   }
   shape->out_channels = shape->channels;
-  if (attrs.position_sensitive) {
-    const int64_t bins =
-        static_cast<int64_t>(attrs.pooled_height) * attrs.pooled_width;
+  if (attrs.position_sensitive()) {
+    const int64_t bins = attrs.bins();
     if (shape->channels % bins != 0) {
       return errors::InvalidArgument(
           arg_name, " channels (", shape->channels,
@@ -138,14 +136,10 @@ absl::Status ValidateRois(const Tensor& rois, float spatial_scale,
 template <typename A>
 absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   // Pooling ops have no grid; explicit ratios are bounded by the attr check.
-  if (!attrs.align || attrs.sampling_ratio > 0) return absl::OkStatus();
-  const bool ps = attrs.position_sensitive;
+  if (!attrs.bilinear() || attrs.sampling_ratio > 0) return absl::OkStatus();
   const float* data = rois.flat<float>().data();
   for (int64_t k = 0; k < rois.dim_size(0); ++k) {
-    const AlignBox<A> box = MakeAlignBox<A>(
-        data + k * 5, attrs.spatial_scale, attrs.pooled_height,
-        attrs.pooled_width, 0, /*half_pixel_offset=*/attrs.aligned,
-        /*min_size_one=*/!ps && !attrs.aligned);
+    const AlignBox<A> box = MakeAlignBox<A>(attrs, data + k * 5);
     const int64_t samples =
         static_cast<int64_t>(std::max(box.grid_h, 0)) * std::max(box.grid_w, 0);
     if (box.grid_h > kMaxSamplesPerBin || box.grid_w > kMaxSamplesPerBin ||
@@ -220,12 +214,25 @@ absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
   return absl::OkStatus();
 }
 
-absl::Status AllocateRoisScratch(OpKernelContext* context, bool on_gpu,
-                                 RoiCall* call) {
-  if (!on_gpu || call->empty) return absl::OkStatus();
-  TF_RETURN_IF_ERROR(context->allocate_temp(
-      DT_FLOAT, TensorShape({call->shape.num_rois, 5}), &call->rois_scratch));
-  call->device_rois = call->rois_scratch.flat<float>().data();
+// argmax must have the pooled shape, and every entry must be -1 or a pixel of
+// the map: the gradient op writes where it points. On GPU the values live in
+// device memory and the kernel skips out-of-range entries instead.
+absl::Status ValidateArgmax(const Tensor& argmax, const TensorShape& expected,
+                            int64_t area, bool check_values) {
+  if (argmax.shape() != expected) {
+    return errors::InvalidArgument("argmax must have shape ",
+                                   expected.DebugString(), ", got ",
+                                   argmax.shape().DebugString());
+  }
+  if (!check_values) return absl::OkStatus();
+  const auto values = argmax.flat<int32_t>();
+  for (int64_t i = 0; i < values.size(); ++i) {
+    if (values(i) < -1 || values(i) >= area) {
+      return errors::InvalidArgument("argmax[", i, "] = ", values(i),
+                                     " is not -1 or a pixel index in [0, ",
+                                     area, ")");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -235,43 +242,81 @@ absl::Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
                           : ValidateSamplingGrid<float>(rois, attrs);
 }
 
+// Points call->rois at the validated rois where the kernel runs: on GPU a
+// device copy, made once per call.
+absl::Status PlaceRois(OpKernelContext* context, const Tensor& rois,
+                       const RoiKernelOptions& options, RoiCall* call) {
+  call->rois = rois.flat<float>().data();
+  if (!options.on_gpu || call->empty) return absl::OkStatus();
+#if GOOGLE_CUDA
+  TF_RETURN_IF_ERROR(
+      context->allocate_temp(DT_FLOAT, rois.shape(), &call->device_rois));
+  float* device = call->device_rois.flat<float>().data();
+  CopyToDevice(context->eigen_device<Eigen::GpuDevice>(), call->rois,
+               rois.NumElements(), device);
+  call->rois = device;
+  return absl::OkStatus();
+#else
+  return errors::Internal("a GPU RoI kernel in a build without CUDA");
+#endif
+}
+
+// Fills call->args from the validated shape and attrs.
+void SetArgs(const RoiShape& shape, const RoiAttrs& attrs, RoiCall* call) {
+  call->args.attrs = attrs;
+  call->args.shape = shape;
+  call->args.features_layout =
+      Layout::Make(attrs.nchw, shape.height, shape.width, shape.channels);
+  call->args.pooled_layout = Layout::Make(
+      attrs.nchw, attrs.pooled_height, attrs.pooled_width, shape.out_channels);
+}
+
 }  // namespace
 
 absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
-                            bool double_precision, bool on_gpu, RoiCall* call,
-                            Tensor** outputs) {
+                            const RoiKernelOptions& options, RoiCall* call) {
   const Tensor& rois = context->input(1);
-  TF_RETURN_IF_ERROR(GetFeatureSizes(context->input(0).shape(), attrs,
-                                     "features", &call->shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &call->shape));
-  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
+  RoiShape shape;
+  TF_RETURN_IF_ERROR(
+      GetFeatureSizes(context->input(0).shape(), attrs, "features", &shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
+  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
   TensorShape pooled_shape;
-  TF_RETURN_IF_ERROR(PooledShape(call->shape, attrs, &pooled_shape));
+  TF_RETURN_IF_ERROR(PooledShape(shape, attrs, &pooled_shape));
   for (int i = 0; i < context->num_outputs(); ++i) {
-    TF_RETURN_IF_ERROR(context->allocate_output(i, pooled_shape, &outputs[i]));
+    TF_RETURN_IF_ERROR(
+        context->allocate_output(i, pooled_shape, &call->outputs[i]));
   }
+  SetArgs(shape, attrs, call);
   call->empty = pooled_shape.num_elements() == 0;
-  return AllocateRoisScratch(context, on_gpu, call);
+  return PlaceRois(context, rois, options, call);
 }
 
 absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
-                             int features_shape_input, bool double_precision,
-                             bool on_gpu, RoiCall* call,
-                             Tensor** grad_features) {
+                             const RoiKernelOptions& options, RoiCall* call) {
+  const Tensor& grads = context->input(0);
   const Tensor& rois = context->input(1);
   TensorShape features_shape;
   TF_RETURN_IF_ERROR(FeaturesShapeFromTensor(
-      context->input(features_shape_input), &features_shape));
+      context->input(context->num_inputs() - 1), &features_shape));
+  RoiShape shape;
   TF_RETURN_IF_ERROR(
-      GetFeatureSizes(features_shape, attrs, "features_shape", &call->shape));
-  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &call->shape));
-  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, double_precision));
-  TF_RETURN_IF_ERROR(CheckPooledGradShape(context->input(0).shape(),
-                                          call->shape, attrs, "grads"));
+      GetFeatureSizes(features_shape, attrs, "features_shape", &shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
+  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
   TF_RETURN_IF_ERROR(
-      context->allocate_output(0, features_shape, grad_features));
+      CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
+  if (attrs.kind == RoiKind::kPool) {
+    const Tensor& argmax = context->input(2);
+    TF_RETURN_IF_ERROR(ValidateArgmax(
+        argmax, grads.shape(), shape.height * shape.width, !options.on_gpu));
+    call->argmax = argmax.flat<int32_t>().data();
+  }
+  TF_RETURN_IF_ERROR(
+      context->allocate_output(0, features_shape, &call->grad_features));
+  SetArgs(shape, attrs, call);
   call->empty = features_shape.num_elements() == 0;
-  return AllocateRoisScratch(context, on_gpu, call);
+  return PlaceRois(context, rois, options, call);
 }
 
 namespace {
@@ -346,4 +391,5 @@ RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
 }
 
 }  // namespace roi
+}  // namespace customops
 }  // namespace tensorflow

@@ -15,62 +15,68 @@
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 
 namespace tensorflow {
+namespace customops {
 namespace roi {
 
-// Attributes of a RoI op and its gradient.
-struct RoiAttrs {
-  int pooled_height = 0;
-  int pooled_width = 0;
-  float spatial_scale = 1.0f;
-  int sampling_ratio = 0;  // align ops only
-  bool aligned = false;    // align ops only
-  bool nchw = false;
-  bool position_sensitive = false;
-  bool align = false;  // bilinear sampling (RoiAlign, PsRoiAlign)
-};
-
-enum class OpKind { kPool, kAlign, kPsPool, kPsAlign };
-
-// Reads and checks the attrs `kind` has (spatial_scale finite and > 0,
+// Reads and checks the attrs of a `kind` op (spatial_scale finite and > 0,
 // sampling_ratio <= kMaxSamplingRatio). pooled_height, pooled_width (>= 1)
 // and data_format (NHWC or NCHW) are already checked against the OpDef.
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, OpKind kind,
+absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
                           RoiAttrs* attrs);
+
+// Where a kernel runs and the precision its box arithmetic uses (double for
+// double features, else float), fixed by its device and type.
+struct RoiKernelOptions {
+  bool on_gpu;
+  bool double_precision;
+};
+template <typename Device, typename T>
+constexpr RoiKernelOptions OptionsFor() {
+  return RoiKernelOptions{!std::is_same<Device, Eigen::ThreadPoolDevice>::value,
+                          std::is_same<T, double>::value};
+}
 
 // What a kernel knows once its inputs are validated and outputs allocated.
 struct RoiCall {
-  RoiShape shape;
-  Tensor rois_scratch;           // device copy of rois (GPU kernels only)
-  float* device_rois = nullptr;  // its data
-  bool empty = false;            // the outputs have no elements
+  RoiArgs args;                     // layouts as the tensors are
+  const float* rois = nullptr;      // the validated rois where the kernel runs
+  const int32_t* argmax = nullptr;  // RoiPoolGrad's argmax input
+  Tensor* outputs[2] = {};          // forward outputs (pooled, argmax)
+  Tensor* grad_features = nullptr;  // gradient output
+  Tensor device_rois;               // on GPU, the copy `rois` points to
+  bool empty = false;               // the outputs have no elements
 };
 
 // Validates a forward kernel's features (input 0) and rois (input 1), and for
-// the align ops the adaptive sampling grid (in double precision if
-// `double_precision`, as the kernel computes it); allocates every output with
-// the pooled shape and, if `on_gpu`, the device copy of rois.
+// the bilinear kinds the adaptive sampling grid (in the precision the kernel
+// computes it in); allocates every output with the pooled shape and, on GPU,
+// copies the rois to the device.
 absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
-                            bool double_precision, bool on_gpu, RoiCall* call,
-                            Tensor** outputs);
+                            const RoiKernelOptions& options, RoiCall* call);
 
 // The same for a gradient kernel: grads (input 0, with the pooled shape),
-// rois (input 1) and features_shape (input `features_shape_input`); allocates
-// the feature gradient (output 0).
+// rois (input 1), RoiPoolGrad's argmax (input 2) and features_shape (the last
+// input); allocates the feature gradient (output 0).
 absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
-                             int features_shape_input, bool double_precision,
-                             bool on_gpu, RoiCall* call,
-                             Tensor** grad_features);
+                             const RoiKernelOptions& options, RoiCall* call);
 
-// The CPU transposes of ReadFeaturesChannelsLast and
-// WriteFeaturesChannelsLast: an NHWC copy of the 4-D NCHW tensor
-// `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc` copied
-// into the existing NCHW `nchw`. For the feature types of the RoI kernels.
+// The CPU transposes of the NCHW path below: an NHWC copy of the 4-D NCHW
+// tensor `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc`
+// copied into the existing NCHW `nchw`. For the feature types of the RoI
+// kernels.
 absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
                             Tensor* nhwc);
 absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
                                   Tensor* nhwc);
 absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
                              Tensor* nchw);
+
+#if GOOGLE_CUDA
+// Copies `count` floats to the device and waits, so that the host buffer may
+// be released afterwards (roi_kernel_util_gpu.cu.cc).
+void CopyToDevice(const Eigen::GpuDevice& d, const float* host, int64_t count,
+                  float* device);
+#endif  // GOOGLE_CUDA
 
 // The rois of batch image n are order[begin[n]] .. order[begin[n + 1] - 1],
 // in increasing roi index: what a backward pass that shards over images needs
@@ -131,12 +137,11 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
   }
 }
 
-// Layouts of the feature map and of the pooled tensor.
-inline Layout FeatureLayout(const RoiShape& s, const RoiAttrs& a) {
-  return Layout::Make(a.nchw, s.height, s.width, s.channels);
-}
-inline Layout PooledLayout(const RoiShape& s, const RoiAttrs& a) {
-  return Layout::Make(a.nchw, a.pooled_height, a.pooled_width, s.out_channels);
+// `args` with the feature map in NHWC.
+inline RoiArgs ChannelsLast(RoiArgs args) {
+  args.features_layout = Layout::Make(false, args.shape.height,
+                                      args.shape.width, args.shape.channels);
+  return args;
 }
 
 // NCHW kernels on CPU run with their feature map in NHWC, where channels are
@@ -144,41 +149,132 @@ inline Layout PooledLayout(const RoiShape& s, const RoiAttrs& a) {
 // element sees the same arithmetic in the same order, so the bits do not
 // change. Elsewhere (NHWC, GPU) `run` gets the tensors as they are.
 //
-// Forward: run(const Layout& features_layout, const Tensor& features) reads
-// an NHWC copy of `features`.
+// Forward: run(const RoiArgs& args, const Tensor& features) reads an NHWC
+// copy of `features`.
+
 template <typename Run>
 absl::Status ReadFeaturesChannelsLast(OpKernelContext* context,
-                                      const RoiShape& shape,
-                                      const RoiAttrs& attrs, bool on_gpu,
+                                      const RoiKernelOptions& options,
+                                      const RoiCall& call,
                                       const Tensor& features, const Run& run) {
-  if (on_gpu || !attrs.nchw) {
-    run(FeatureLayout(shape, attrs), features);
+  if (options.on_gpu || !call.args.attrs.nchw) {
+    run(call.args, features);
     return absl::OkStatus();
   }
   Tensor copy;
   TF_RETURN_IF_ERROR(ToChannelsLast(context, features, &copy));
-  run(Layout::Make(false, shape.height, shape.width, shape.channels), copy);
+  run(ChannelsLast(call.args), copy);
   return absl::OkStatus();
 }
 
-// Backward: run(const Layout& features_layout, Tensor* grad_features) writes
-// an NHWC gradient, transposed into `grad_features` afterwards.
+// Backward: run(const RoiArgs& args, Tensor* grad_features) writes an NHWC
+// gradient, transposed into `grad_features` afterwards.
 template <typename Run>
 absl::Status WriteFeaturesChannelsLast(OpKernelContext* context,
-                                       const RoiShape& shape,
-                                       const RoiAttrs& attrs, bool on_gpu,
+                                       const RoiKernelOptions& options,
+                                       const RoiCall& call,
                                        Tensor* grad_features, const Run& run) {
-  if (on_gpu || !attrs.nchw) {
-    run(FeatureLayout(shape, attrs), grad_features);
+  if (options.on_gpu || !call.args.attrs.nchw) {
+    run(call.args, grad_features);
     return absl::OkStatus();
   }
   Tensor copy;
   TF_RETURN_IF_ERROR(AllocateChannelsLast(context, *grad_features, &copy));
-  run(Layout::Make(false, shape.height, shape.width, shape.channels), &copy);
+  run(ChannelsLast(call.args), &copy);
   return ToChannelsFirst(context, copy, grad_features);
 }
 
+// The op kernels of every RoI op and gradient: `kind`'s attrs, validation,
+// the NCHW path above, then a family's launcher, Launch<Device, T>, which
+// calls its functors:
+//   static void Forward(const Device&, const RoiArgs&, const T* features,
+//                       const float* rois, Tensor* const* outputs);
+//   static void Backward(const Device&, const RoiArgs&, const T* grads,
+//                        const float* rois, const int32_t* argmax,
+//                        T* grad_features);
+// (argmax is RoiPoolGrad's input, null for the other kinds).
+template <RoiKind kKind>
+class RoiOpKernel : public OpKernel {
+ public:
+  explicit RoiOpKernel(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, ReadRoiAttrs(context, kKind, &attrs_));
+  }
+
+ protected:
+  RoiAttrs attrs_;
+};
+
+template <typename Device, typename T, RoiKind kKind,
+          template <typename, typename> class Launch>
+class RoiForwardOp : public RoiOpKernel<kKind> {
+ public:
+  using RoiOpKernel<kKind>::RoiOpKernel;
+
+  void Compute(OpKernelContext* context) override {
+    constexpr RoiKernelOptions options = OptionsFor<Device, T>();
+    RoiCall call;
+    OP_REQUIRES_OK(context,
+                   PrepareForward(context, this->attrs_, options, &call));
+    if (call.empty) return;
+    OP_REQUIRES_OK(
+        context, ReadFeaturesChannelsLast(
+                     context, options, call, context->input(0),
+                     [&](const RoiArgs& args, const Tensor& features) {
+                       Launch<Device, T>::Forward(
+                           context->eigen_device<Device>(), args,
+                           features.flat<T>().data(), call.rois, call.outputs);
+                     }));
+  }
+};
+
+template <typename Device, typename T, RoiKind kKind,
+          template <typename, typename> class Launch>
+class RoiBackwardOp : public RoiOpKernel<kKind> {
+ public:
+  using RoiOpKernel<kKind>::RoiOpKernel;
+
+  void Compute(OpKernelContext* context) override {
+    constexpr RoiKernelOptions options = OptionsFor<Device, T>();
+    RoiCall call;
+    OP_REQUIRES_OK(context,
+                   PrepareBackward(context, this->attrs_, options, &call));
+    if (call.empty) return;
+    OP_REQUIRES_OK(context,
+                   WriteFeaturesChannelsLast(
+                       context, options, call, call.grad_features,
+                       [&](const RoiArgs& args, Tensor* grad_features) {
+                         Launch<Device, T>::Backward(
+                             context->eigen_device<Device>(), args,
+                             context->input(0).flat<T>().data(), call.rois,
+                             call.argmax, grad_features->flat<T>().data());
+                       }));
+  }
+};
+
 }  // namespace roi
+}  // namespace customops
 }  // namespace tensorflow
+
+// Registers the kernels of CustomOps>`op` and its gradient for type T on
+// `device` (DEVICE_CPU or DEVICE_GPU; DeviceType is the Eigen device), built
+// from RoiForwardOp and RoiBackwardOp with `Launch`. rois and features_shape
+// live in host memory: every box (its batch index above all) is validated on
+// the host before anything is launched.
+#define TFCO_REGISTER_ROI_KERNELS(device, DeviceType, op, kind, Launch, T) \
+  REGISTER_KERNEL_BUILDER(                                                 \
+      Name("CustomOps>" op)                                                \
+          .Device(device)                                                  \
+          .TypeConstraint<T>("T")                                          \
+          .HostMemory("rois"),                                             \
+      ::tensorflow::customops::roi::RoiForwardOp<                          \
+          DeviceType, T, ::tensorflow::customops::roi::kind, Launch>);     \
+  REGISTER_KERNEL_BUILDER(                                                 \
+      Name("CustomOps>" op "Grad")                                         \
+          .Device(device)                                                  \
+          .TypeConstraint<T>("T")                                          \
+          .HostMemory("rois")                                              \
+          .HostMemory("features_shape"),                                   \
+      ::tensorflow::customops::roi::RoiBackwardOp<                         \
+          DeviceType, T, ::tensorflow::customops::roi::kind, Launch>)
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_

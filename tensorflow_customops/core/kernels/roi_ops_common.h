@@ -17,6 +17,7 @@
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tensorflow {
+namespace customops {
 namespace roi {
 
 // Accumulation type: half and bfloat16 accumulate in float, as does float;
@@ -77,16 +78,50 @@ struct Layout {
   }
 };
 
-// Sizes shared by a forward op and its gradient.
+// The four RoI ops; each gradient op has its forward op's kind.
+enum class RoiKind { kPool, kAlign, kPsPool, kPsAlign };
+
+// Attributes of a RoI op and its gradient, read once when the kernel is
+// built.
+struct RoiAttrs {
+  RoiKind kind = RoiKind::kPool;
+  int pooled_height = 0;
+  int pooled_width = 0;
+  float spatial_scale = 1.0f;
+  int sampling_ratio = 0;  // bilinear kinds only
+  bool aligned = false;    // bilinear kinds only
+  bool nchw = false;
+
+  EIGEN_DEVICE_FUNC bool position_sensitive() const {
+    return kind == RoiKind::kPsPool || kind == RoiKind::kPsAlign;
+  }
+  // Bilinear sampling (RoiAlign, PsRoiAlign) rather than whole-pixel bins.
+  EIGEN_DEVICE_FUNC bool bilinear() const {
+    return kind == RoiKind::kAlign || kind == RoiKind::kPsAlign;
+  }
+  EIGEN_DEVICE_FUNC int64_t bins() const {
+    return static_cast<int64_t>(pooled_height) * pooled_width;
+  }
+};
+
+// Sizes of the tensors of one call, shared by a forward op and its gradient.
 struct RoiShape {
   int64_t batch;
   int64_t height;
   int64_t width;
   int64_t channels;  // of the feature map
   int64_t num_rois;
-  int pooled_height;
-  int pooled_width;
   int64_t out_channels;  // channels / (pooled_height * pooled_width) for PS ops
+};
+
+// Everything a functor needs to know about a call: validated sizes, attrs,
+// and the layouts the feature map and the pooled tensor are read or written
+// in.
+struct RoiArgs {
+  RoiAttrs attrs;
+  RoiShape shape;
+  Layout features_layout;
+  Layout pooled_layout;
 };
 
 // The four corner offsets (h * h_stride + w * w_stride) and weights of one
@@ -158,29 +193,32 @@ struct AlignBox {
   int grid_w;
 };
 
-// RoiAlign with aligned=false keeps the legacy "at least 1x1" box; PsRoiAlign
-// never enlarges boxes. Both shift by half a pixel when aligned.
+// The geometry of `roi` for the bilinear kinds. RoiAlign with aligned=false
+// keeps the legacy "at least 1x1" box; PsRoiAlign never enlarges boxes. Both
+// shift by half a pixel when aligned. A sampling_ratio <= 0 asks for the
+// adaptive grid.
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
-    const float* roi, float spatial_scale, int pooled_height, int pooled_width,
-    int sampling_ratio, bool half_pixel_offset, bool min_size_one) {
-  const A offset = half_pixel_offset ? A(0.5) : A(0);
-  const A scale = static_cast<A>(spatial_scale);
+    const RoiAttrs& attrs, const float* roi) {
+  const A offset = attrs.aligned ? A(0.5) : A(0);
+  const A scale = static_cast<A>(attrs.spatial_scale);
   AlignBox<A> box;
   box.start_w = static_cast<A>(roi[1]) * scale - offset;
   box.start_h = static_cast<A>(roi[2]) * scale - offset;
   A roi_w = static_cast<A>(roi[3]) * scale - offset - box.start_w;
   A roi_h = static_cast<A>(roi[4]) * scale - offset - box.start_h;
-  if (min_size_one) {
+  if (!attrs.position_sensitive() && !attrs.aligned) {
     roi_w = roi_w > A(1) ? roi_w : A(1);
     roi_h = roi_h > A(1) ? roi_h : A(1);
   }
-  box.bin_h = roi_h / static_cast<A>(pooled_height);
-  box.bin_w = roi_w / static_cast<A>(pooled_width);
-  box.grid_h = sampling_ratio > 0 ? sampling_ratio
-                                  : AdaptiveGrid<A>(roi_h / pooled_height);
-  box.grid_w = sampling_ratio > 0 ? sampling_ratio
-                                  : AdaptiveGrid<A>(roi_w / pooled_width);
+  box.bin_h = roi_h / static_cast<A>(attrs.pooled_height);
+  box.bin_w = roi_w / static_cast<A>(attrs.pooled_width);
+  box.grid_h = attrs.sampling_ratio > 0
+                   ? attrs.sampling_ratio
+                   : AdaptiveGrid<A>(roi_h / attrs.pooled_height);
+  box.grid_w = attrs.sampling_ratio > 0
+                   ? attrs.sampling_ratio
+                   : AdaptiveGrid<A>(roi_w / attrs.pooled_width);
   return box;
 }
 
@@ -227,6 +265,7 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t PsChannel(int64_t c, int ph,
 }
 
 }  // namespace roi
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_

@@ -13,6 +13,7 @@
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 
 namespace tensorflow {
+namespace customops {
 namespace roi {
 
 // Logical (k, ph, pw, c) of an element of a pooled tensor.
@@ -23,17 +24,18 @@ struct PooledIndex {
   int64_t c;
 };
 
-// Decodes linear index i of a pooled tensor laid out as `pooled` (NHWC when
-// its channel stride is 1, else NCHW), so consecutive threads write
-// consecutive elements. I is the index type (see WithIndexType).
+// Decodes linear index i of a pooled tensor of `channels` channels laid out
+// as args.pooled_layout (NHWC when its channel stride is 1, else NCHW), so
+// consecutive threads write consecutive elements. I is the index type (see
+// WithIndexType).
 template <typename I>
-__device__ inline PooledIndex DecodePooled(I i, const RoiShape& s,
-                                           const Layout& pooled) {
-  const I channels = static_cast<I>(s.out_channels);
-  const I width = s.pooled_width;
-  const I height = s.pooled_height;
+__device__ inline PooledIndex DecodePooled(I i, const RoiArgs& args,
+                                           int64_t channels_in_tensor) {
+  const I channels = static_cast<I>(channels_in_tensor);
+  const I width = args.attrs.pooled_width;
+  const I height = args.attrs.pooled_height;
   PooledIndex idx;
-  if (pooled.c_stride == 1) {
+  if (args.pooled_layout.c_stride == 1) {
     idx.c = i % channels;
     i /= channels;
     idx.pw = static_cast<int>(i % width);
@@ -57,13 +59,11 @@ __device__ inline PooledIndex DecodePooled(I i, const RoiShape& s,
 // tensor's memory order, so for each j consecutive threads read and write
 // consecutive channels in NHWC (coalesced loads and atomics).
 template <int V, typename I>
-__device__ inline PooledIndex DecodePooledGroup(I g, const RoiShape& s,
-                                                const Layout& pooled,
+__device__ inline PooledIndex DecodePooledGroup(I g, const RoiArgs& args,
                                                 I* first) {
-  RoiShape groups = s;
-  groups.out_channels = s.out_channels / V;
-  const PooledIndex idx = DecodePooled(g, groups, pooled);
-  *first = static_cast<I>(pooled.Offset(idx.k, idx.ph, idx.pw, idx.c));
+  const PooledIndex idx = DecodePooled(g, args, args.shape.out_channels / V);
+  *first =
+      static_cast<I>(args.pooled_layout.Offset(idx.k, idx.ph, idx.pw, idx.c));
   return idx;
 }
 
@@ -82,16 +82,15 @@ void WithIndexType(int64_t size, const Layout& features, F&& launch) {
   }
 }
 
-// The rois were validated on the host; copy them next to the kernel. The
-// stream is synchronised so that the host buffer may be released afterwards.
-inline void UploadRois(const Eigen::GpuDevice& d, const RoiShape& s,
-                       const float* rois, float* device_rois) {
-  d.memcpyHostToDevice(device_rois, rois, s.num_rois * 5 * sizeof(float));
-  d.synchronize();
+inline int64_t PooledSize(const RoiArgs& args) {
+  return args.shape.num_rois * args.attrs.bins() * args.shape.out_channels;
 }
 
-inline int64_t PooledSize(const RoiShape& s) {
-  return s.num_rois * s.pooled_height * s.pooled_width * s.out_channels;
+// Zeroes a feature gradient before a backward pass adds into it.
+template <typename T>
+void ZeroFeatures(const Eigen::GpuDevice& d, const RoiArgs& args, T* data) {
+  const RoiShape& s = args.shape;
+  d.memset(data, 0, s.batch * s.height * s.width * s.channels * sizeof(T));
 }
 
 // Calls launch(I(), std::integral_constant<int, V>()) for an align kernel
@@ -103,7 +102,7 @@ inline int64_t PooledSize(const RoiShape& s) {
 template <typename Args, typename F>
 void WithChannelGroups(const Args& args, F&& launch) {
   constexpr int kGrouped = 4;
-  WithIndexType(PooledSize(args.shape), args.features_layout, [&](auto index) {
+  WithIndexType(PooledSize(args), args.features_layout, [&](auto index) {
     if (args.shape.out_channels % kGrouped == 0) {
       launch(index, std::integral_constant<int, kGrouped>());
     } else {
@@ -113,6 +112,7 @@ void WithChannelGroups(const Args& args, F&& launch) {
 }
 
 }  // namespace roi
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

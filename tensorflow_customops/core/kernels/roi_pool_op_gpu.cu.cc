@@ -19,13 +19,14 @@
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
 template <typename T, typename I>
-__global__ void RoiPoolKernel(I size, RoiPoolArgs args,
+__global__ void RoiPoolKernel(I size, roi::RoiArgs args,
                               const T* __restrict__ features,
                               const float* __restrict__ rois,
                               T* __restrict__ pooled,
@@ -34,10 +35,10 @@ __global__ void RoiPoolKernel(I size, RoiPoolArgs args,
   const roi::Layout& in = args.features_layout;
   for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
-        roi::DecodePooled(i, args.shape, args.pooled_layout);
+        roi::DecodePooled(i, args, args.shape.out_channels);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
-    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, false, &h, &w);
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
     const bool empty = h.end <= h.start || w.end <= w.start;
     A best = empty ? A(0) : A(-FLT_MAX);
     int32_t best_index = -1;
@@ -58,7 +59,7 @@ __global__ void RoiPoolKernel(I size, RoiPoolArgs args,
 }
 
 template <typename T, typename I>
-__global__ void RoiPoolGradKernel(I size, RoiPoolArgs args,
+__global__ void RoiPoolGradKernel(I size, roi::RoiArgs args,
                                   const T* __restrict__ grads,
                                   const float* __restrict__ rois,
                                   const int32_t* __restrict__ argmax,
@@ -71,7 +72,7 @@ __global__ void RoiPoolGradKernel(I size, RoiPoolArgs args,
     // anything that is not a pixel of the map.
     if (index < 0 || index >= area) continue;
     const roi::PooledIndex idx =
-        roi::DecodePooled(i, args.shape, args.pooled_layout);
+        roi::DecodePooled(i, args, args.shape.out_channels);
     const int64_t n = static_cast<int64_t>(rois[idx.k * 5]);
     GpuAtomicAdd(grad_features + in.Offset(n, index / args.shape.width,
                                            index % args.shape.width, idx.c),
@@ -80,21 +81,21 @@ __global__ void RoiPoolGradKernel(I size, RoiPoolArgs args,
 }
 
 template <typename T, typename I>
-__global__ void PsRoiPoolKernel(I size, RoiPoolArgs args,
+__global__ void PsRoiPoolKernel(I size, roi::RoiArgs args,
                                 const T* __restrict__ features,
                                 const float* __restrict__ rois,
                                 T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  const roi::RoiShape& s = args.shape;
+  const roi::RoiAttrs& a = args.attrs;
   for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
-        roi::DecodePooled(i, args.shape, args.pooled_layout);
+        roi::DecodePooled(i, args, args.shape.out_channels);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
-    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
     const int64_t c_in =
-        roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
+        roi::PsChannel(idx.c, idx.ph, idx.pw, a.pooled_height, a.pooled_width);
     const T* channel = features + static_cast<int64_t>(roi[0]) * in.n_stride +
                        c_in * in.c_stride;
     A sum = 0;
@@ -111,22 +112,22 @@ __global__ void PsRoiPoolKernel(I size, RoiPoolArgs args,
 }
 
 template <typename T, typename I>
-__global__ void PsRoiPoolGradKernel(I size, RoiPoolArgs args,
+__global__ void PsRoiPoolGradKernel(I size, roi::RoiArgs args,
                                     const T* __restrict__ grads,
                                     const float* __restrict__ rois,
                                     T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  const roi::RoiShape& s = args.shape;
+  const roi::RoiAttrs& a = args.attrs;
   for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
-        roi::DecodePooled(i, args.shape, args.pooled_layout);
+        roi::DecodePooled(i, args, args.shape.out_channels);
     const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
-    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, true, &h, &w);
+    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
     if (h.end <= h.start || w.end <= w.start) continue;
     const int64_t c_in =
-        roi::PsChannel(idx.c, idx.ph, idx.pw, s.pooled_height, s.pooled_width);
+        roi::PsChannel(idx.c, idx.ph, idx.pw, a.pooled_height, a.pooled_width);
     T* channel = grad_features + static_cast<int64_t>(roi[0]) * in.n_stride +
                  c_in * in.c_stride;
     const T g =
@@ -140,75 +141,63 @@ __global__ void PsRoiPoolGradKernel(I size, RoiPoolArgs args,
   }
 }
 
-void ZeroGradFeatures(const GPUDevice& d, const RoiPoolArgs& args, void* data,
-                      size_t element_size) {
-  const roi::RoiShape& s = args.shape;
-  d.memset(data, 0, s.batch * s.height * s.width * s.channels * element_size);
-}
-
 }  // namespace
 
 namespace functor {
 
 template <typename T>
 struct RoiPool<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiPoolArgs& args,
-                  const T* features, const float* rois, float* rois_scratch,
-                  T* pooled, int32_t* argmax) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    const int64_t size = roi::PooledSize(args.shape);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args,
+                  const T* features, const float* rois, T* pooled,
+                  int32_t* argmax) {
+    const int64_t size = roi::PooledSize(args);
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
       LaunchGpuLoop(RoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
-                    features, rois_scratch, pooled, argmax);
+                    features, rois, pooled, argmax);
     });
   }
 };
 
 template <typename T>
 struct RoiPoolGrad<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
-                  const float* rois, float* rois_scratch, const int32_t* argmax,
-                  T* grad_features) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    ZeroGradFeatures(d, args, grad_features, sizeof(T));
-    const int64_t size = roi::PooledSize(args.shape);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
+                  const float* rois, const int32_t* argmax, T* grad_features) {
+    roi::ZeroFeatures(d, args, grad_features);
+    const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
       LaunchGpuLoop(RoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
-                    args, grads, rois_scratch, argmax, grad_features);
+                    args, grads, rois, argmax, grad_features);
     });
   }
 };
 
 template <typename T>
 struct PsRoiPool<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiPoolArgs& args,
-                  const T* features, const float* rois, float* rois_scratch,
-                  T* pooled) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    const int64_t size = roi::PooledSize(args.shape);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args,
+                  const T* features, const float* rois, T* pooled) {
+    const int64_t size = roi::PooledSize(args);
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
       LaunchGpuLoop(PsRoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
-                    features, rois_scratch, pooled);
+                    features, rois, pooled);
     });
   }
 };
 
 template <typename T>
 struct PsRoiPoolGrad<GPUDevice, T> {
-  void operator()(const GPUDevice& d, const RoiPoolArgs& args, const T* grads,
-                  const float* rois, float* rois_scratch, T* grad_features) {
-    roi::UploadRois(d, args.shape, rois, rois_scratch);
-    ZeroGradFeatures(d, args, grad_features, sizeof(T));
-    const int64_t size = roi::PooledSize(args.shape);
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
+                  const float* rois, T* grad_features) {
+    roi::ZeroFeatures(d, args, grad_features);
+    const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
       LaunchGpuLoop(PsRoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
-                    args, grads, rois_scratch, grad_features);
+                    args, grads, rois, grad_features);
     });
   }
 };
@@ -218,13 +207,11 @@ struct PsRoiPoolGrad<GPUDevice, T> {
   template struct RoiPoolGrad<GPUDevice, T>; \
   template struct PsRoiPool<GPUDevice, T>;   \
   template struct PsRoiPoolGrad<GPUDevice, T>;
-TF_CALL_half(DEFINE_GPU_SPEC);
-TF_CALL_bfloat16(DEFINE_GPU_SPEC);
-TF_CALL_float(DEFINE_GPU_SPEC);
-TF_CALL_double(DEFINE_GPU_SPEC);
+TF_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA

@@ -12,6 +12,7 @@
 #include "tensorflow/core/framework/tensor.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
@@ -116,4 +117,5 @@ TF_CALL_uint8(REGISTER_GPU);
 
 #endif  // GOOGLE_CUDA
 
+}  // namespace customops
 }  // namespace tensorflow

@@ -4,6 +4,7 @@
 #include "tensorflow/core/framework/tensor_types.h"
 
 namespace tensorflow {
+namespace customops {
 namespace functor {
 
 // Writes input(i) to output(i) for i < keep and zero to every other element.
@@ -17,6 +18,7 @@ struct ZeroOut {
 };
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ZERO_OUT_OP_H_

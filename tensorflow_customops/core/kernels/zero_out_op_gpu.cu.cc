@@ -10,6 +10,7 @@
 #include "tensorflow_customops/core/kernels/zero_out_op.h"
 
 namespace tensorflow {
+namespace customops {
 
 typedef Eigen::GpuDevice GPUDevice;
 
@@ -49,6 +50,7 @@ TF_CALL_uint8(DEFINE_GPU_SPEC);
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor
+}  // namespace customops
 }  // namespace tensorflow
 
 #endif  // GOOGLE_CUDA
