@@ -9,7 +9,8 @@ floating-point arguments, a SymbolicGradient node (the C++ gradient).
 
 Inputs are made from the OpDef alone: small numbers of the argument's dtype,
 shape [2, 3]. An op that needs structured inputs (boxes, indices) or values
-for attrs without a default adds an entry to OVERRIDES below.
+for attrs without a default gives its registry entry a `golden` Override
+(tensorflow_customops/python/registry/).
 """
 
 import dataclasses
@@ -17,13 +18,15 @@ import hashlib
 import json
 import os
 import zlib
-from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, op_def_pb2
 from tensorflow.python.framework import ops as ops_lib
+
+from tensorflow_customops.python import registry
+from tensorflow_customops.python.registry.entry import Override
 
 PREFIX = "CustomOps>"
 COMPAT_DIR = "tensorflow_customops/core/ops/compat"
@@ -35,128 +38,11 @@ UPDATE_COMMAND = "bazel run //tools/compat:update_ops_history"
 _SHAPE = (2, 3)
 
 
-@dataclasses.dataclass(frozen=True)
-class Override:
-    """How to exercise an op that the generic rules cannot.
-
-    inputs: called with the input dtypes (a list of tf.DType) and a seeded
-      numpy Generator; returns one numpy array per input.
-    attrs: AttrValues for attrs without a usable default, e.g.
-      {"pooled_height": attr_value_pb2.AttrValue(i=2)}.
-    output_grads: like `inputs`, for the upstream gradients fed to the
-      gradient graph, one per output (when outputs are not [2, 3]).
-    """
-
-    inputs: Optional[Callable] = None
-    attrs: dict = dataclasses.field(default_factory=dict)
-    output_grads: Optional[Callable] = None
-
-
-# The RoI ops: a [2, 4, 5, 8] NHWC map (8 channels divide into 2 x 2 PS bins),
-# three boxes (batch_index, x1, y1, x2, y2), partly outside the map among them,
-# and 2 x 2 output bins.
-_ROI_FEATURES_SHAPE = (2, 4, 5, 8)
-_ROI_BOXES = np.array(
-    [[0, 0.5, 0.5, 3.5, 2.5], [1, 1.0, 0.0, 4.0, 4.0], [0, -1.0, 1.5, 2.0, 5.0]],
-    np.float32,
-)
-_ROI_ATTRS = {
-    "pooled_height": attr_value_pb2.AttrValue(i=2),
-    "pooled_width": attr_value_pb2.AttrValue(i=2),
-}
-
-
-def _small_values(shape, dtype, rng):
-    """Floats in [-2, 2] with two decimals: stable when recorded in half and
-    bfloat16."""
-    values = np.round(rng.uniform(-2.0, 2.0, size=shape), 2)
-    return values.astype(dtype.as_numpy_dtype)
-
-
-def _roi_forward_inputs(dtypes, rng):
-    return [_small_values(_ROI_FEATURES_SHAPE, dtypes[0], rng), _ROI_BOXES]
-
-
-def _roi_pooled_grads(out_channels):
-    def build(dtypes, rng):
-        shape = (len(_ROI_BOXES), 2, 2, out_channels)
-        # RoiPool's argmax output (int32) gets a zero upstream gradient.
-        return [
-            _small_values(shape, d, rng) if d.is_floating else np.zeros(shape, np.int32)
-            for d in dtypes
-        ]
-
-    return build
-
-
-def _roi_gradient_op_inputs(out_channels, with_argmax):
-    def build(dtypes, rng):
-        grads = _roi_pooled_grads(out_channels)(dtypes[:1], rng)[0]
-        arrays = [grads, _ROI_BOXES]
-        if with_argmax:  # -1 (empty bin) or a pixel of the 4 x 5 map
-            arrays.append(rng.integers(-1, 20, size=grads.shape).astype(np.int32))
-        return arrays + [np.array(_ROI_FEATURES_SHAPE, np.int32)]
-
-    return build
-
-
-def _roi_overrides():
-    overrides = {}
-    for op, out_channels in [
-        ("RoiPool", 8),
-        ("RoiAlign", 8),
-        ("PsRoiPool", 2),
-        ("PsRoiAlign", 2),
-    ]:
-        overrides[PREFIX + op] = Override(
-            inputs=_roi_forward_inputs,
-            attrs=_ROI_ATTRS,
-            output_grads=_roi_pooled_grads(out_channels),
-        )
-        overrides[PREFIX + op + "Grad"] = Override(
-            inputs=_roi_gradient_op_inputs(out_channels, op == "RoiPool"),
-            attrs=_ROI_ATTRS,
-        )
-    return overrides
-
-
-def _shaped_inputs(*shapes):
-    """Inputs of the given shapes, one per dtype, e.g. for MatrixMul's
-    compatible operands or ClipByGlobalNorm's scalar clip norm."""
-    return lambda dtypes, rng: [
-        _small_values(shape, dtype, rng) for shape, dtype in zip(shapes, dtypes)
-    ]
-
-
-_N2 = {"N": attr_value_pb2.AttrValue(i=2)}
-
-# Op name -> Override. A new op whose inputs must have structure (boxes, valid
-# indices, compatible shapes) or whose attrs lack defaults adds its entry
-# here; everything else is derived from its OpDef.
-OVERRIDES = {
-    **_roi_overrides(),
-    PREFIX + "MatrixMul": Override(
-        inputs=_shaped_inputs((2, 3), (3, 2)), output_grads=_shaped_inputs((2, 2))
-    ),
-    PREFIX + "ClipByGlobalNorm": Override(
-        inputs=_shaped_inputs((2, 3), (3,), ()),
-        attrs=_N2,
-        output_grads=_shaped_inputs((2, 3), (3,), ()),
-    ),
-    PREFIX + "ClipByGlobalNormGrad": Override(
-        inputs=_shaped_inputs((2, 3), (3,), (), (2, 3), (3,), ()), attrs=_N2
-    ),
-    PREFIX + "CheckNumericsN": Override(
-        attrs={
-            "T": attr_value_pb2.AttrValue(
-                list=attr_value_pb2.AttrValue.ListValue(
-                    type=[tf.float32.as_datatype_enum, tf.float64.as_datatype_enum]
-                )
-            ),
-            "message": attr_value_pb2.AttrValue(s=b"golden"),
-        }
-    ),
-}
+def _override(op_name):
+    """The golden Override of `op_name`'s registry entry (an op of an older
+    history that the library no longer registers gets the generic rules)."""
+    entry = registry.entries().get(op_name)
+    return entry.golden if entry else Override()
 
 
 def file_stem(op_name):
@@ -183,8 +69,8 @@ def golden_paths(op_name, version, root="."):
 
 
 def _default_value(op_name, attr):
-    if attr.name in OVERRIDES.get(op_name, Override()).attrs:
-        return OVERRIDES[op_name].attrs[attr.name]
+    if attr.name in _override(op_name).attrs:
+        return _override(op_name).attrs[attr.name]
     if attr.HasField("default_value"):
         return attr.default_value
     if attr.type == "type":
@@ -193,8 +79,8 @@ def _default_value(op_name, attr):
     if attr.type == "int":
         return attr_value_pb2.AttrValue(i=max(attr.minimum, 1))
     raise ValueError(
-        f"attr '{attr.name}' of {op_name} has no default; add an Override for it "
-        f"to OVERRIDES in tools/compat/goldens.py"
+        f"attr '{attr.name}' of {op_name} has no default; give it a value in the "
+        "golden Override of the op's entry in tensorflow_customops/python/registry/"
     )
 
 
@@ -204,10 +90,7 @@ def cases(op_def):
     defaults = {a.name: _default_value(op_def.name, a) for a in op_def.attr}
     result = {}
     for attr in op_def.attr:
-        if (
-            attr.type != "type"
-            or attr.name in OVERRIDES.get(op_def.name, Override()).attrs
-        ):
+        if attr.type != "type" or attr.name in _override(op_def.name).attrs:
             continue
         for dtype in attr.allowed_values.list.type or [defaults[attr.name].type]:
             attrs = dict(defaults)
@@ -295,7 +178,8 @@ def build(op_def, op_cases):
     golden = Golden(graph_pb2.GraphDef(), {}, [], [])
     golden.graph_def.versions.producer = tf.version.GRAPH_DEF_VERSION
     golden.graph_def.versions.min_consumer = tf.version.GRAPH_DEF_VERSION_MIN_CONSUMER
-    builder = OVERRIDES.get(op_def.name, Override()).inputs or _generic_inputs
+    override = _override(op_def.name)
+    builder = override.inputs or _generic_inputs
     for case, attrs in op_cases:
         in_dtypes = _arg_dtypes(op_def.input_arg, attrs)
         out_dtypes = _arg_dtypes(op_def.output_arg, attrs)
@@ -311,9 +195,7 @@ def build(op_def, op_cases):
         if not _differentiable(op_def.name, in_dtypes, out_dtypes):
             continue
         dys = []
-        grads_builder = (
-            OVERRIDES.get(op_def.name, Override()).output_grads or _generic_inputs
-        )
+        grads_builder = override.output_grads or _generic_inputs
         for i, (dtype, value) in enumerate(
             zip(out_dtypes, grads_builder(out_dtypes, rng))
         ):

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tensorflow_customops.python.kernel_tests import roi_test_util
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.registry import boxes
 from tools.gpu_check import case_file
 
 _ops = load_library.load_op_library()
@@ -214,7 +215,7 @@ def _grouped_channel_cases(op, functor):
         for data_format in ("NHWC", "NCHW"):
             rng = np.random.default_rng(9)
             features = rng.standard_normal((2, 9, 11, channels))
-            rois = roi_test_util.make_boxes(rng, 2, 9, 11, 1.0)
+            rois = boxes.edge_cases(rng, 2, 9, 11, 1.0)
             cases += _roi_cases(
                 f"{op}/{dtype}/{data_format}/channels4",
                 op,
@@ -236,9 +237,7 @@ def _many_boxes_cases():
     in every RoI kernel, make several passes."""
     rng = np.random.default_rng(8)
     features = rng.standard_normal((2, 24, 24, 20))
-    rois = np.concatenate(
-        [roi_test_util.make_boxes(rng, 2, 24, 24, 1.0) for _ in range(20)]
-    )
+    rois = np.concatenate([boxes.edge_cases(rng, 2, 24, 24, 1.0) for _ in range(20)])
     return _roi_cases(
         "roi_align/float32/NHWC/many_boxes",
         "roi_align",

@@ -61,9 +61,9 @@ def _flat(value):
 def _tensor(value):
     import tensorflow as tf
 
-    from tensorflow_customops.python.fuzz import op_cases
+    from tensorflow_customops.python.registry import arrays
 
-    if not isinstance(value, op_cases.ZeroSized):
+    if not isinstance(value, arrays.ZeroSized):
         return tf.constant(value)
     dtype = tf.as_dtype(value.dtype_enum)
     if tf.executing_eagerly():
@@ -175,10 +175,11 @@ def _fuzz(request, op_defs, protocol, run):
     """Generates the cases of request["op"] and runs them in order from
     request["skip"], for at most request["seconds"]; reports each case before
     running it, so that the parent knows which one a crash belongs to."""
-    from tensorflow_customops.python.fuzz import op_cases, op_hints
+    from tensorflow_customops.python import registry
+    from tensorflow_customops.python.fuzz import op_cases
 
     cases = op_cases.generate(
-        op_defs[request["op"]], request["count"], request["seed"], op_hints.HINTS
+        op_defs[request["op"]], request["count"], request["seed"], registry.fuzz_hints()
     )
     stop = time.monotonic() + request["seconds"]
     for case in cases[request["skip"] :]:

@@ -2,12 +2,12 @@
 
 Every op is fuzzed from its OpDef alone: attrs from their types, allowed
 values, defaults and minimums, inputs from their dtypes and counts. A small
-table of hints (`HINTS`) adds inputs of the right structure for ops whose
-valid inputs random shapes would rarely hit (boxes, matching gradients), so
-that the kernels' success paths run too (see op_hints); an op without a hint
-is still fuzzed generically. Mutations then make cases invalid: wrong ranks,
-mismatched, empty and huge dimensions, non-finite, negative and out-of-range
-values, disallowed dtypes, wrong list lengths.
+table of hints (the fuzz_hint of the ops' registry entries) adds inputs of the
+right structure for ops whose valid inputs random shapes would rarely hit
+(boxes, matching gradients), so that the kernels' success paths run too; an
+op without a hint is still fuzzed generically. Mutations then make cases
+invalid: wrong ranks, mismatched, empty and huge dimensions, non-finite,
+negative and out-of-range values, disallowed dtypes, wrong list lengths.
 
 A case is plain data (numpy arrays, Python scalars, DataType enum values), so
 it can be pickled to a worker process and saved for replay.
@@ -17,24 +17,16 @@ import dataclasses
 import math
 
 import hypothesis
-import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 from tensorflow.core.framework import types_pb2
 
-_NUMPY_TYPES = {
-    types_pb2.DT_HALF: np.float16,
-    types_pb2.DT_BFLOAT16: ml_dtypes.bfloat16,
-    types_pb2.DT_FLOAT: np.float32,
-    types_pb2.DT_DOUBLE: np.float64,
-    types_pb2.DT_INT8: np.int8,
-    types_pb2.DT_UINT8: np.uint8,
-    types_pb2.DT_INT32: np.int32,
-    types_pb2.DT_INT64: np.int64,
-    types_pb2.DT_BOOL: np.bool_,
-    types_pb2.DT_COMPLEX64: np.complex64,
-    types_pb2.DT_STRING: np.object_,
-}
+from tensorflow_customops.python.registry.arrays import (
+    dtype_enum_of,
+    is_float,
+    make_array,
+)
+
 # Offered when a case feeds a dtype the op does not allow.
 _OTHER_DTYPES = [
     types_pb2.DT_INT32,
@@ -93,52 +85,6 @@ class Case:
                 text = "" if array.size == 0 else np.array2string(array, threshold=12)
                 lines.append(f"  input {label}: {array.dtype} {array.shape} {text}")
         return "\n".join(lines)
-
-
-def numpy_type(dtype_enum):
-    return _NUMPY_TYPES[dtype_enum]
-
-
-def is_float(dtype_enum):
-    return dtype_enum in (
-        types_pb2.DT_HALF,
-        types_pb2.DT_BFLOAT16,
-        types_pb2.DT_FLOAT,
-        types_pb2.DT_DOUBLE,
-    )
-
-
-@dataclasses.dataclass
-class ZeroSized:
-    """An empty tensor, made in the worker: numpy cannot hold shapes such as
-    (0, 2**62), TensorFlow can."""
-
-    shape: tuple
-    dtype_enum: int
-    size = 0
-
-    @property
-    def dtype(self):
-        return np.dtype(numpy_type(self.dtype_enum))
-
-
-def make_array(rng, dtype_enum, shape, low=-3.0, high=3.0):
-    """Random values of `dtype_enum` (a DataType) in [low, high), shape
-    `shape`: a numpy array, or a ZeroSized for an empty shape."""
-    shape = tuple(shape)
-    size = math.prod(shape)
-    if size == 0:
-        return ZeroSized(shape, dtype_enum)
-    values = rng.uniform(low, high, size=shape)
-    if dtype_enum == types_pb2.DT_STRING:
-        return np.array([str(v).encode() for v in values.flat], object).reshape(shape)
-    if dtype_enum == types_pb2.DT_COMPLEX64:
-        return (values + 1j * values).astype(np.complex64)
-    if dtype_enum == types_pb2.DT_BOOL:
-        return values > 0
-    if not is_float(dtype_enum):
-        values = np.floor(values)
-    return values.astype(numpy_type(dtype_enum))
 
 
 # --- attrs -----------------------------------------------------------------
@@ -295,15 +241,6 @@ def _set(inputs, where, array):
         inputs[name][i] = array
 
 
-def _dtype_of(array):
-    if isinstance(array, ZeroSized):
-        return array.dtype_enum
-    for enum, numpy_dtype in _NUMPY_TYPES.items():
-        if array.dtype == np.dtype(numpy_dtype):
-            return enum
-    raise ValueError(f"no DataType for {array.dtype}")
-
-
 @st.composite
 def _mutate(draw, inputs, mutation, rng):
     """Applies `mutation` (one of MUTATIONS) to one tensor of `inputs`."""
@@ -322,7 +259,7 @@ def _mutate(draw, inputs, mutation, rng):
         return False
     where = draw(st.sampled_from(tensors))
     array = _get(inputs, where)
-    dtype = _dtype_of(array)
+    dtype = dtype_enum_of(array)
     if mutation == "special_values":
         if array.size == 0 or dtype in (types_pb2.DT_STRING, types_pb2.DT_BOOL):
             return False
@@ -384,9 +321,9 @@ def _with_specials(draw, array, dtype):
 
 @st.composite
 def case_for(draw, op_def, hints):
-    """One Case for `op_def`. `hints` maps op names to hint strategies (see
-    op_hints); the op's hint, if any, supplies well-structured inputs for most
-    cases."""
+    """One Case for `op_def`. `hints` maps op names to hint strategies
+    (registry.fuzz_hints()); the op's hint, if any, supplies well-structured
+    inputs for most cases."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     attrs, tags = draw(attrs_for(op_def))
     hint = hints.get(op_def.name)

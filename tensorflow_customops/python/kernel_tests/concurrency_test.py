@@ -7,7 +7,7 @@ import concurrent.futures
 
 import tensorflow as tf
 
-from tensorflow_customops.python.kernel_tests import op_cases
+from tensorflow_customops.python.kernel_tests import property_cases
 
 PYTHON_THREADS = 8
 ITERATIONS = 2
@@ -37,7 +37,9 @@ class ConcurrencyTest(tf.test.TestCase):
         super().setUpClass()
         # One case per op (with its gradient): dtype variants run the same
         # code, and the determinism test covers them.
-        cls.cases, cls.uncovered = op_cases.covering_cases(op_cases.all_cases())
+        cls.cases, cls.uncovered = property_cases.covering_cases(
+            property_cases.all_cases()
+        )
 
     def _check_bits(self, case, expected, actual, where):
         self.assertEqual(len(actual), len(expected), where)
@@ -55,19 +57,21 @@ class ConcurrencyTest(tf.test.TestCase):
         inputs = [
             case.make_inputs(seed) for seed in range(max(SEEDS + GRAPH_SEEDS) + 1)
         ]
-        references = [_numpy(op_cases.evaluate(case, x)) for x in inputs]
+        references = [_numpy(property_cases.evaluate(case, x)) for x in inputs]
         return inputs, references
 
     def test_every_registered_op_has_a_case(self):
         self.assertEqual(
             self.uncovered,
             [],
-            "registered ops without a case in op_cases.all_cases()",
+            property_cases.UNCOVERED_MESSAGE,
         )
 
     def test_eager_from_many_threads(self):
         def run(case, inputs):
-            return [_numpy(op_cases.evaluate(case, inputs)) for _ in range(ITERATIONS)]
+            return [
+                _numpy(property_cases.evaluate(case, inputs)) for _ in range(ITERATIONS)
+            ]
 
         for case in self.cases:
             inputs, references = self._inputs_and_references(case)
@@ -90,7 +94,9 @@ class ConcurrencyTest(tf.test.TestCase):
             def copies(*flat_inputs, case=case):
                 size = len(flat_inputs) // len(GRAPH_SEEDS)
                 return [
-                    op_cases.evaluate(case, flat_inputs[i * size : (i + 1) * size])
+                    property_cases.evaluate(
+                        case, flat_inputs[i * size : (i + 1) * size]
+                    )
                     for i in range(len(GRAPH_SEEDS))
                 ]
 

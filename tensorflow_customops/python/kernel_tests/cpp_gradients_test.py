@@ -11,108 +11,11 @@ import tensorflow as tf
 from absl.testing import parameterized
 from tensorflow.python.framework import ops as framework_ops
 
-import tensorflow_customops as tfco
+from tensorflow_customops.python import registry as op_registry
 from tensorflow_customops.python.ops import cpp_gradients, load_library
+from tensorflow_customops.python.registry import boxes, values
 
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
-_ROIS = np.array(
-    [[0, 1.0, 1.5, 9.0, 7.0], [1, 0.0, 2.0, 5.5, 11.0], [0, 3.0, 0.0, 11.0, 11.0]],
-    np.float32,
-)
-
-
-def _normal(seed, *shape):
-    return np.random.default_rng(seed).standard_normal(shape)
-
-
-def _flat_clip(clipped, global_norm):
-    return [*clipped, global_norm]
-
-
-def _roi_cases(op, with_sampling):
-    fn = getattr(tfco, op)
-    cases = []
-    for data_format in ("NHWC", "NCHW"):
-        shape = (2, 4, 5, 4) if data_format == "NHWC" else (2, 4, 4, 5)
-        variants = [{}]
-        if with_sampling:
-            variants = [
-                {"sampling_ratio": -1, "aligned": True},
-                {"sampling_ratio": 2, "aligned": False},
-            ]
-        for attrs in variants:
-            cases.append(
-                (
-                    f"{data_format}_{attrs}",
-                    lambda s=shape: [_normal(1, *s), _ROIS],
-                    lambda x, rois, a=attrs, d=data_format: fn(
-                        x, rois, 2, spatial_scale=0.5, data_format=d, **a
-                    ),
-                    (0,),
-                )
-            )
-    return cases
-
-
-# Op type -> [(case name, () -> NumPy inputs, forward(*tensors), indices of
-# the differentiable inputs)]. The forward casts floating inputs to the dtype
-# under test, except the RoI boxes, which are always float32.
-_CASES = {
-    "CustomOps>ZeroOut": [
-        (
-            f"keep{keep}",
-            lambda: [_normal(2, 6)],
-            lambda x, k=keep: tfco.zero_out(x, keep=k),
-            (0,),
-        )
-        for keep in (1, 3, 10)
-    ],
-    "CustomOps>MatrixMul": [
-        (
-            f"ta{ta}_tb{tb}",
-            lambda ta=ta, tb=tb: [
-                _normal(3, *((4, 3) if ta else (3, 4))),
-                _normal(4, *((2, 4) if tb else (4, 2))),
-            ],
-            lambda a, b, ta=ta, tb=tb: tfco.matrix_mul(
-                a, b, transpose_a=ta, transpose_b=tb
-            ),
-            (0, 1),
-        )
-        for ta in (False, True)
-        for tb in (False, True)
-    ],
-    "CustomOps>ClipByGlobalNorm": [
-        (
-            f"n{n}_clip{clip}",
-            lambda n=n, clip=clip: (
-                [_normal(5 + i, 3, 2) for i in range(n)] + [np.array(clip)]
-            ),
-            lambda *xs: _flat_clip(*tfco.clip_by_global_norm(list(xs[:-1]), xs[-1])),
-            None,  # every input
-        )
-        for n in (1, 3)
-        for clip in (0.5, 100.0)
-    ],
-    "CustomOps>CheckNumericsN": [
-        (
-            "one_dtype",
-            lambda: [_normal(6, 3), _normal(7, 2, 2)],
-            lambda a, b: tfco.check_numerics_n([a, b], "message"),
-            None,
-        ),
-        (
-            "mixed_dtypes",
-            lambda: [_normal(6, 3), _normal(7, 2, 2)],
-            lambda a, b: tfco.check_numerics_n([a, tf.cast(b, tf.float64)], "m"),
-            None,
-        ),
-    ],
-    "CustomOps>RoiPool": _roi_cases("roi_pool", False),
-    "CustomOps>RoiAlign": _roi_cases("roi_align", True),
-    "CustomOps>PsRoiPool": _roi_cases("ps_roi_pool", False),
-    "CustomOps>PsRoiAlign": _roi_cases("ps_roi_align", True),
-}
 
 
 def _ops_with_cpp_gradients():
@@ -124,11 +27,13 @@ def _ops_with_cpp_gradients():
 
 
 def _all_cases():
+    """The registry's gradient cases: small inputs; each forward casts its
+    floating inputs to the dtype under test, except the RoI boxes, which are
+    always float32."""
     return [
-        dict(testcase_name=f"{op.split('>')[1]}_{name}", op=op, case=case)
-        for op, cases in sorted(_CASES.items())
-        for case in cases
-        for name in [case[0]]
+        dict(testcase_name=f"{op.split('>')[1]}_{case.name}", op=op, case=case)
+        for op, entry in sorted(op_registry.entries().items())
+        for case in entry.gradient_cases()
     ]
 
 
@@ -145,9 +50,8 @@ def _bridged(op_type):
 
 
 def _tensors(case, dtype):
-    _, make_inputs, _, differentiable = case
-    arrays = make_inputs()
-    indices = range(len(arrays)) if differentiable is None else differentiable
+    arrays = case.make_inputs(0)
+    indices = range(len(arrays)) if case.differentiable is None else case.differentiable
     tensors = [
         tf.constant(a, dtype if i in indices else tf.float32)
         for i, a in enumerate(arrays)
@@ -157,7 +61,7 @@ def _tensors(case, dtype):
 
 def _upstream(outputs):
     return [
-        tf.constant(_normal(11 + k, *y.shape), tf.float64)
+        tf.constant(values.normal(11 + k, *y.shape), tf.float64)
         for k, y in enumerate(outputs)
     ]
 
@@ -165,7 +69,7 @@ def _upstream(outputs):
 def _gradients(case, tensors, indices, upstream=None):
     """d(sum(forward * upstream)) / d(differentiable inputs); a fixed random
     upstream by default."""
-    forward = case[2]
+    forward = case.forward
     with tf.GradientTape() as tape:
         tape.watch(tensors)
         outputs = tf.nest.flatten(forward(*tensors))
@@ -183,13 +87,18 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
     def test_every_op_with_a_cpp_gradient_has_cases(self):
         ops = _ops_with_cpp_gradients()
         self.assertNotEmpty(ops)
-        missing = sorted(set(ops) - set(_CASES))
+        entries = op_registry.entries()
+        missing = [op for op in ops if not entries[op].gradient_cases()]
         self.assertEmpty(
             missing,
-            f"add cases for {missing} to _CASES in cpp_gradients_test.py: "
-            "inputs, a forward function and its differentiable inputs",
+            f"give {missing} gradient_cases in their entries in "
+            "tensorflow_customops/python/registry/: inputs, a forward function "
+            "and its differentiable inputs",
         )
-        self.assertEmpty(sorted(set(_CASES) - set(ops)))
+        extra = [
+            op for op, e in entries.items() if e.gradient_cases() and op not in ops
+        ]
+        self.assertEmpty(extra, "gradient_cases for ops without a C++ gradient")
 
     @parameterized.named_parameters(_all_cases())
     def test_bridged_equals_python_bit_for_bit(self, op, case):
@@ -222,7 +131,7 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
             return inputs
 
         def forward(*points):
-            return tf.nest.flatten(case[2](*with_points(points)))
+            return tf.nest.flatten(case.forward(*with_points(points)))
 
         def first_order(*points_and_upstream):
             points, upstream = points_and_upstream[:count], points_and_upstream[count:]
@@ -256,7 +165,7 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
     def test_ops_without_cpp_gradients(self):
         with tf.Graph().as_default():
             grad = load_library.load_op_library().custom_ops_roi_align_grad(
-                tf.ones([1, 2, 2, 1]), _ROIS[:1], [1, 4, 4, 1], 2, 2
+                tf.ones([1, 2, 2, 1]), boxes.SMOOTH[:1], [1, 4, 4, 1], 2, 2
             )
             with self.assertRaisesRegex(
                 LookupError, "No C\\+\\+ gradient for CustomOps>RoiAlignGrad"

@@ -1,7 +1,8 @@
 """CPU kernels are parallel and still bitwise deterministic: every op's
 forward and backward give the same bits for 1, 2 and 4 intra-op threads and
 across runs. Thread counts are fixed at TensorFlow start-up, so each count
-runs in its own process. The cases (op_cases.py) cover every registered op."""
+runs in its own process. The registry's property cases (property_cases.py)
+cover every registered op."""
 
 import json
 import os
@@ -10,13 +11,19 @@ import sys
 
 import tensorflow as tf
 
-from tensorflow_customops.python.kernel_tests import op_cases
+from tensorflow_customops.python import registry
+from tensorflow_customops.python.kernel_tests import property_cases
 
-# The one place for (op, dtype) pairs whose CPU results may differ across
-# intra-op thread counts, with the reason; a case is matched by the op it runs
-# and the dtype its name ends with. Listing a pair that turns out
-# deterministic fails the test, so an entry cannot outlive its reason.
-KNOWN_THREAD_COUNT_DEPENDENT = {}
+# (op, dtype) pairs whose CPU results may differ across intra-op thread
+# counts, with the reason, from the entries' thread_count_dependent; a case is
+# matched by the op it runs and the dtype its name ends with. Listing a pair
+# that turns out deterministic fails the test, so an entry cannot outlive its
+# reason.
+KNOWN_THREAD_COUNT_DEPENDENT = {
+    (op, dtype): reason
+    for op, entry in registry.entries().items()
+    for dtype, reason in entry.thread_count_dependent.items()
+}
 
 THREAD_COUNTS = (1, 2, 4)
 
@@ -25,14 +32,15 @@ _CHILD = """
 import hashlib, json, sys
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
-from tensorflow_customops.python.kernel_tests import op_cases
+from tensorflow_customops.python.kernel_tests import property_cases
 
 out = {}
-for case in op_cases.all_cases():
+for case in property_cases.all_cases():
     inputs = case.make_inputs(0)
     digests = set()
     for _ in range(2):
-        data = b"".join(t.numpy().tobytes() for t in op_cases.evaluate(case, inputs))
+        outputs = property_cases.evaluate(case, inputs)
+        data = b"".join(t.numpy().tobytes() for t in outputs)
         digests.add(hashlib.sha256(data).hexdigest())
     assert len(digests) == 1, f"{case.name}: two runs in one process differ"
     out[case.name] = digests.pop()
@@ -67,15 +75,16 @@ class DeterminismTest(tf.test.TestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.ops_by_case = {
-            case.name: op_cases.ops_run_by(case) for case in op_cases.all_cases()
+            case.name: property_cases.ops_run_by(case)
+            for case in property_cases.all_cases()
         }
 
     def test_every_registered_op_has_a_case(self):
         covered = set().union(*self.ops_by_case.values())
         self.assertEqual(
-            sorted(op_cases.registered_ops() - covered),
+            sorted(set(registry.registered_ops()) - covered),
             [],
-            "registered ops without a case in op_cases.all_cases()",
+            property_cases.UNCOVERED_MESSAGE,
         )
 
     def test_same_bits_for_every_thread_count(self):
@@ -98,7 +107,8 @@ class DeterminismTest(tf.test.TestCase):
             self.assertTrue(
                 any(differing[name] for name in cases),
                 f"{op} {dtype} now gives the same bits for every thread count: "
-                f"remove it from KNOWN_THREAD_COUNT_DEPENDENT ({reason})",
+                f"remove it from the thread_count_dependent of its registry entry "
+                f"({reason})",
             )
             exempt.update(cases)
         for name, ops in self.ops_by_case.items():

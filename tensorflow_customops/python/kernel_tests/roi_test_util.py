@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests import roi_reference
+from tensorflow_customops.python.registry import boxes
 
 OP_NAMES = ["roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"]
 POSITION_SENSITIVE = {"ps_roi_pool", "ps_roi_align"}
@@ -31,32 +32,6 @@ class Case:
         return np.transpose(self.features_nhwc, [0, 3, 1, 2])
 
 
-def make_boxes(rng, batch, height, width, spatial_scale):
-    """Boxes in image coordinates covering the layouts that break kernels:
-    fractional, partly outside, tiny, degenerate, the whole map, off the map."""
-    image_h, image_w = height / spatial_scale, width / spatial_scale
-    boxes = []
-    for n in range(batch):
-        x1, y1 = rng.uniform(0, image_w / 2), rng.uniform(0, image_h / 2)
-        boxes += [
-            [
-                n,
-                x1,
-                y1,
-                x1 + rng.uniform(1, image_w / 2),
-                y1 + rng.uniform(1, image_h / 2),
-            ],
-            [n, -image_w / 4, -image_h / 3, image_w / 3, image_h / 2],  # partly outside
-            [n, image_w / 2, image_h / 2, image_w * 1.3, image_h * 1.2],
-            [n, x1, y1, x1 + 0.3, y1 + 0.2],  # tiny
-            [n, x1 + 2, y1 + 2, x1, y1],  # degenerate: x2 < x1
-            [n, 0, 0, image_w, image_h],  # whole map
-            [n, image_w * 3, image_h * 3, image_w * 4, image_h * 4],  # off the map
-        ]
-    rows = np.array(boxes, np.float32)
-    return rows[rng.permutation(len(rows))]  # images interleaved
-
-
 def make_case(
     op,
     seed,
@@ -73,7 +48,7 @@ def make_case(
     features = rng.standard_normal((batch, height, width, channels))
     return Case(
         features_nhwc=features,
-        rois=make_boxes(rng, batch, height, width, spatial_scale),
+        rois=boxes.edge_cases(rng, batch, height, width, spatial_scale),
         output_size=tuple(output_size),
         spatial_scale=spatial_scale,
         sampling_ratio=sampling_ratio,

@@ -1,0 +1,62 @@
+"""What the cross-op tests and tools need to know about each op of the
+library: one Entry per registered op (registry/entry.py), kept with its
+family in this package (zero_out.py, matrix_mul.py, clip_by_global_norm.py,
+check_numerics_n.py, roi.py). Boxes for the RoI ops come from boxes.py only.
+
+Consumers: determinism_test and concurrency_test (property_cases,
+thread_count_dependent), large_shapes_test (large_shapes), cpp_gradients_test
+(gradient_cases), the fuzzer (fuzz_hint) and the golden recorder (golden).
+`entries()` fails for a registered op without an entry, naming the file to
+add it to, so a new op is covered or fails loudly.
+"""
+
+from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.registry import (
+    check_numerics_n,
+    clip_by_global_norm,
+    matrix_mul,
+    roi,
+    zero_out,
+)
+
+_FAMILIES = (zero_out, matrix_mul, clip_by_global_norm, check_numerics_n, roi)
+_PACKAGE = "tensorflow_customops/python/registry"
+
+
+def registered_ops():
+    """The ops the library registers (its OpList), sorted."""
+    return sorted(op.name for op in load_library.op_list().op)
+
+
+def entries():
+    """Op name -> Entry for every registered op, in family order.
+
+    Raises:
+      LookupError: a registered op has no entry, or an entry names an op the
+        library does not register.
+    """
+    table = {}
+    for family in _FAMILIES:
+        for entry in family.ENTRIES:
+            if entry.op in table:
+                raise LookupError(f"{entry.op} has two registry entries")
+            table[entry.op] = entry
+    registered = registered_ops()
+    missing = [op for op in registered if op not in table]
+    if missing:
+        raise LookupError(
+            f"registered ops without a registry entry: {missing}. Add an "
+            f"Entry for each to the ENTRIES of its family's module in {_PACKAGE}/ "
+            f"(a new family: a new module, listed in _FAMILIES in "
+            f"{_PACKAGE}/__init__.py); registry/entry.py says what each field "
+            "is for"
+        )
+    unknown = sorted(set(table) - set(registered))
+    if unknown:
+        raise LookupError(f"registry entries for ops the library lacks: {unknown}")
+    return table
+
+
+def fuzz_hints():
+    """Op name -> fuzz hint, for the ops that have one."""
+    return {op: e.fuzz_hint for op, e in entries().items() if e.fuzz_hint}

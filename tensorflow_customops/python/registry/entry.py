@@ -1,0 +1,76 @@
+"""The record each op of the library has in the registry, and the kinds of
+cases it holds."""
+
+import dataclasses
+from typing import Callable, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A function of some inputs that runs one or more of the library's ops.
+
+    name: unique within the consumer that runs it.
+    make_inputs: seed -> list of NumPy inputs; different seeds give different
+      values.
+    forward: (*tensors) -> a tensor or a list of tensors.
+    differentiable: indices of the inputs to differentiate with respect to;
+      None means every input.
+    """
+
+    name: str
+    make_inputs: Callable[[int], list]
+    forward: Callable
+    differentiable: Optional[tuple] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """How the golden recorder (tools/compat/goldens.py) exercises an op that
+    its generic rules cannot.
+
+    inputs: called with the input dtypes (a list of tf.DType) and a seeded
+      numpy Generator; returns one numpy array per input.
+    attrs: AttrValues for attrs without a usable default, e.g.
+      {"pooled_height": attr_value_pb2.AttrValue(i=2)}.
+    output_grads: like `inputs`, for the upstream gradients fed to the
+      gradient graph, one per output (when outputs are not [2, 3]).
+    """
+
+    inputs: Optional[Callable] = None
+    attrs: dict = dataclasses.field(default_factory=dict)
+    output_grads: Optional[Callable] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """What the cross-op tests and tools know about one op.
+
+    op: the registered name, "CustomOps>...".
+    property_cases: () -> [Case] with inputs large enough that every CPU
+      kernel the case runs splits its work across 4 intra-op threads
+      (determinism_test, concurrency_test; a forward case also runs its
+      gradient op, and which ops a case runs is read from its traced graph,
+      so a gradient op may leave this empty).
+    large_shapes: (test: tf.test.TestCase) -> None, the op's checks beyond
+      2^31 elements and int64 without allocating (large_shapes_test).
+    gradient_cases: () -> [Case], small inputs whose gradients are checked
+      against float64 numeric Jacobians through the C++ gradient
+      (cpp_gradients_test); required for ops with a C++ gradient. Forwards
+      cast floating inputs to the dtype under test themselves.
+    fuzz_hint: a Hypothesis strategy factory hint(op_def, attrs, rng) drawing
+      (inputs by name, tags) of the structure the op expects (fuzz); None
+      fuzzes the op from its OpDef alone.
+    golden: how to record the op's golden GraphDefs (tools/compat).
+    thread_count_dependent: dtype name -> why the op's CPU results in that
+      dtype may depend on the intra-op thread count; empty for a bitwise
+      deterministic kernel (determinism_test, which fails if a listed dtype
+      turns out deterministic).
+    """
+
+    op: str
+    large_shapes: Callable
+    property_cases: Callable[[], list] = list
+    gradient_cases: Callable[[], list] = list
+    fuzz_hint: Optional[Callable] = None
+    golden: Override = Override()
+    thread_count_dependent: dict = dataclasses.field(default_factory=dict)
