@@ -1,6 +1,8 @@
 """Build macros for tensorflow_customops. These own every compiler and linker flag.
 
+  TFCO_OPS               every op family and its kernel libraries
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
+  tfco_kernel_library    one <kernel>.{h,cc} + <kernel>_gpu.cu.cc triple
   tfco_custom_op_library the shared library Python loads
   tfco_cc_test           a C++ test of specs, shape functions and gradients
   tfco_cc_binary         a C++ tool linked against TensorFlow's framework library
@@ -23,6 +25,18 @@ load(
     "TF_SHARED_LIBRARY_NAME",
     "TF_VERSION",
 )
+
+# Op family -> its kernel libraries in core/kernels. A family `f` has
+# core/ops/f_ops.cc and f_grad.cc and python/ops/f_ops.py; the BUILD files
+# that build, load and package them read this table, so a new family is one
+# line here (plus one tfco_kernel_library line per kernel).
+TFCO_OPS = {
+    "check_numerics_n": ["check_numerics_n_op"],
+    "clip_by_global_norm": ["clip_by_global_norm_op"],
+    "matrix_mul": ["matrix_mul_op"],
+    "roi": ["roi_align_op", "roi_pool_op"],
+    "zero_out": ["zero_out_op"],
+}
 
 _USING_CUDA = "//tensorflow_customops:using_cuda"
 _USING_ASAN = "//tensorflow_customops:using_asan"
@@ -171,6 +185,24 @@ def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwar
         **kwargs
     )
 
+def tfco_kernel_library(name, srcs = [], hdrs = [], deps = []):
+    """A kernel triple: name.h (functor), name.cc (CPU kernels and
+    registrations), name_gpu.cu.cc (GPU functor).
+
+    Args:
+      name: the file stem, e.g. "zero_out_op".
+      srcs: further host sources.
+      hdrs: further headers.
+      deps: further tfco_cc_library targets (gpu_launch is always one).
+    """
+    tfco_cc_library(
+        name = name,
+        srcs = [name + ".cc"] + srcs,
+        hdrs = [name + ".h"] + hdrs,
+        gpu_srcs = [name + "_gpu.cu.cc"],
+        deps = [":gpu_launch"] + deps,
+    )
+
 def tfco_custom_op_library(name, deps, **kwargs):
     """The shared library that tf.load_op_library loads.
 
@@ -281,17 +313,18 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
         **kwargs
     )
 
-def tfco_py_test(name, srcs, deps = [], size = "small", cuda_only = False, **kwargs):
+def tfco_py_test(name, srcs = None, deps = [], size = "small", cuda_only = False, **kwargs):
     """A Python test of the ops, run with the interpreter that has TensorFlow.
 
     Args:
-      name: test name; srcs defaults to name + ".py".
-      srcs: test sources.
+      name: test name.
+      srcs: test sources; [name + ".py"] by default.
       deps: py_library dependencies besides the package itself.
       size: Bazel test size.
       cuda_only: run under --config=cuda only (skipped elsewhere).
       **kwargs: passed to py_test (shard_count, tags, data, ...).
     """
+    srcs = srcs or [name + ".py"]
     native.py_test(
         name = name,
         srcs = srcs,
