@@ -80,6 +80,23 @@ __global__ void RoiPoolGradKernel(I size, roi::RoiArgs args,
   }
 }
 
+// The pixel ranges of the bin of PS pooled element i, and the offset in the
+// features of its input channel's first pixel.
+template <typename A, typename I>
+__device__ inline int64_t PsBin(I i, const roi::RoiArgs& args,
+                                const float* __restrict__ rois,
+                                roi::BinRange* h, roi::BinRange* w) {
+  const roi::PooledIndex idx =
+      roi::DecodePooled(i, args, args.shape.out_channels);
+  const float* roi = rois + idx.k * 5;
+  roi::PoolBins<A>(args, roi, idx.ph, idx.pw, h, w);
+  const roi::RoiAttrs& a = args.attrs;
+  const int64_t c_in =
+      roi::PsChannel(idx.c, idx.ph, idx.pw, a.pooled_height, a.pooled_width);
+  return static_cast<int64_t>(roi[0]) * args.features_layout.n_stride +
+         c_in * args.features_layout.c_stride;
+}
+
 template <typename T, typename I>
 __global__ void PsRoiPoolKernel(I size, roi::RoiArgs args,
                                 const T* __restrict__ features,
@@ -87,17 +104,9 @@ __global__ void PsRoiPoolKernel(I size, roi::RoiArgs args,
                                 T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  const roi::RoiAttrs& a = args.attrs;
   for (I i : GpuGridRangeX<I>(size)) {
-    const roi::PooledIndex idx =
-        roi::DecodePooled(i, args, args.shape.out_channels);
-    const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
-    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
-    const int64_t c_in =
-        roi::PsChannel(idx.c, idx.ph, idx.pw, a.pooled_height, a.pooled_width);
-    const T* channel = features + static_cast<int64_t>(roi[0]) * in.n_stride +
-                       c_in * in.c_stride;
+    const T* channel = features + PsBin<A>(i, args, rois, &h, &w);
     A sum = 0;
     for (int64_t y = h.start; y < h.end; ++y) {
       for (int64_t x = w.start; x < w.end; ++x) {
@@ -118,18 +127,10 @@ __global__ void PsRoiPoolGradKernel(I size, roi::RoiArgs args,
                                     T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  const roi::RoiAttrs& a = args.attrs;
   for (I i : GpuGridRangeX<I>(size)) {
-    const roi::PooledIndex idx =
-        roi::DecodePooled(i, args, args.shape.out_channels);
-    const float* roi = rois + idx.k * 5;
     roi::BinRange h, w;
-    roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
+    T* channel = grad_features + PsBin<A>(i, args, rois, &h, &w);
     if (h.end <= h.start || w.end <= w.start) continue;
-    const int64_t c_in =
-        roi::PsChannel(idx.c, idx.ph, idx.pw, a.pooled_height, a.pooled_width);
-    T* channel = grad_features + static_cast<int64_t>(roi[0]) * in.n_stride +
-                 c_in * in.c_stride;
     const T g =
         static_cast<T>(static_cast<A>(grads[i]) /
                        static_cast<A>((h.end - h.start) * (w.end - w.start)));
