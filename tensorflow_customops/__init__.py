@@ -6,7 +6,6 @@ project for writing custom ops.
     tfco.layers.RoIAlign(output_size=7)  # Keras 3 layers
 """
 
-from tensorflow_customops import _build_info
 from tensorflow_customops.python.keras import layers
 from tensorflow_customops.python.ops import cpp_gradients as _cpp_gradients
 from tensorflow_customops.python.ops import gradients
@@ -24,6 +23,7 @@ from tensorflow_customops.python.ops.roi_ops import (
     roi_pool,
 )
 from tensorflow_customops.python.ops.zero_out_ops import zero_out
+from tensorflow_customops.python.platform import build_info as _build_info
 from tensorflow_customops.version import __version__
 
 # Last, once every module has registered its Python gradients: ops with a C++

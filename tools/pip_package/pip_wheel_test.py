@@ -123,7 +123,7 @@ class PipWheelTest(unittest.TestCase):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
         self.assertIn("tensorflow_customops/python/ops/_custom_ops.so", names)
-        self.assertIn("tensorflow_customops/_build_info.py", names)
+        self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
         for name in names:
             self.assertTrue(
                 name.startswith(("tensorflow_customops/", "tensorflow_customops-")),

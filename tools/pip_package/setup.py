@@ -28,7 +28,7 @@ def _tensorflow_requirement(built_against):
     return f"tensorflow>={major}.{minor}.0,<{major}.{minor + 1}"
 
 
-_build_info = _read_module("tensorflow_customops/_build_info.py")
+_build_info = _read_module("tensorflow_customops/python/platform/build_info.py")
 _version = _read_module("tensorflow_customops/version.py")["__version__"]
 
 with open(os.path.join(_HERE, "README.md")) as f:

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.core.framework import op_def_pb2
 from tensorflow.python.client import pywrap_tf_session
 
-from tensorflow_customops import _build_info
+from tensorflow_customops.python.platform import build_info as _build_info
 
 LIBRARY_NAME = "_custom_ops.so"
 _REBUILD_HINT = (
