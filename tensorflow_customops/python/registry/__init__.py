@@ -1,7 +1,8 @@
 """What the cross-op tests and tools need to know about each op of the
 library: one Entry per registered op (registry/entry.py), kept with its
-family in this package (zero_out.py, matrix_mul.py, clip_by_global_norm.py,
-check_numerics_n.py, roi.py). Boxes for the RoI ops come from boxes.py only.
+family in a module of this package that defines ENTRIES (zero_out.py,
+matrix_mul.py, clip_by_global_norm.py, check_numerics_n.py, roi.py, and any
+module added later). Boxes for the RoI ops come from boxes.py only.
 
 Consumers: determinism_test and concurrency_test (property_cases,
 thread_count_dependent), large_shapes_test (large_shapes), cpp_gradients_test
@@ -10,17 +11,21 @@ thread_count_dependent), large_shapes_test (large_shapes), cpp_gradients_test
 add it to, so a new op is covered or fails loudly.
 """
 
-from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.registry import (
-    check_numerics_n,
-    clip_by_global_norm,
-    matrix_mul,
-    roi,
-    zero_out,
-)
+import importlib
+import pkgutil
 
-_FAMILIES = (zero_out, matrix_mul, clip_by_global_norm, check_numerics_n, roi)
+from tensorflow_customops.python.ops import load_library
+
 _PACKAGE = "tensorflow_customops/python/registry"
+
+
+def _families():
+    """The modules of this package that define ENTRIES, by name."""
+    modules = (
+        importlib.import_module(f"{__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+    )
+    return [module for module in modules if hasattr(module, "ENTRIES")]
 
 
 def registered_ops():
@@ -36,7 +41,7 @@ def entries():
         library does not register.
     """
     table = {}
-    for family in _FAMILIES:
+    for family in _families():
         for entry in family.ENTRIES:
             if entry.op in table:
                 raise LookupError(f"{entry.op} has two registry entries")
@@ -47,9 +52,8 @@ def entries():
         raise LookupError(
             f"registered ops without a registry entry: {missing}. Add an "
             f"Entry for each to the ENTRIES of its family's module in {_PACKAGE}/ "
-            f"(a new family: a new module, listed in _FAMILIES in "
-            f"{_PACKAGE}/__init__.py); registry/entry.py says what each field "
-            "is for"
+            "(a new family: a new module defining ENTRIES; tools/new_op.py "
+            "writes one); registry/entry.py says what each field is for"
         )
     unknown = sorted(set(table) - set(registered))
     if unknown:

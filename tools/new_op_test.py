@@ -1,0 +1,113 @@
+"""tools/new_op.py writes an op that builds and passes every test that reads
+the op registry: the template is generated into a scratch copy of the
+repository, its spec history and goldens are recorded, and Bazel builds the
+library there and runs the new op's tests, the cross-op tests and lint. So
+the template cannot drift from the repository. Where nvcc is installed, its
+GPU kernel and GPU check runner are compiled too.
+
+Bazel runs inside this test (it keeps its output under TEST_TMPDIR), so the
+test is tagged `local` and reads the source tree through its own runfile.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+_NAME = "scaffold_probe"
+_TARGETS = [
+    f"//tensorflow_customops/python/kernel_tests:{_NAME}_op_test",
+    "//tensorflow_customops/python/kernel_tests:api_test",
+    "//tensorflow_customops/python/kernel_tests:op_registry_test",
+    "//tensorflow_customops/python/kernel_tests:large_shapes_test",
+    "//tensorflow_customops/python/kernel_tests:cpp_gradients_test",
+    "//tensorflow_customops/python/kernel_tests:determinism_test",
+    "//tensorflow_customops/python/fuzz:fuzz_test",
+    "//tensorflow_customops/core/ops/compat:all",
+    "//tools/gpu_check:make_cases_test",
+]
+
+
+def _source_tree():
+    """The repository this test's file comes from (runfiles are symlinks)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _copy_tree(source, destination):
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=source,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for relative in filter(None, listed.split("\0")):
+        path = os.path.join(source, relative)
+        if os.path.isfile(path):
+            target = os.path.join(destination, relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(path, target)
+    # Written by tools/configure.py and ignored by git.
+    shutil.copy2(os.path.join(source, ".tf_configure.bazelrc"), destination)
+
+
+class NewOpTest(unittest.TestCase):
+    def setUp(self):
+        self.repo = os.path.join(os.environ["TEST_TMPDIR"], "repo")
+        _copy_tree(_source_tree(), self.repo)
+
+    def tearDown(self):
+        subprocess.run(["bazel", "shutdown"], cwd=self.repo, check=False)
+
+    def _run(self, *command):
+        result = subprocess.run(
+            command, cwd=self.repo, capture_output=True, text=True, check=False
+        )
+        self.assertEqual(
+            result.returncode,
+            0,
+            f"{' '.join(command)}:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}",
+        )
+        return result.stdout
+
+    def test_generated_op_builds_and_passes(self):
+        written = self._run(sys.executable, "tools/new_op.py", _NAME)
+        self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}_op.cc", written)
+        self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
+        self._run("bazel", "test", *_TARGETS)
+        self._run("tools/lint.sh")
+        if shutil.which("nvcc"):
+            # The GPU kernel and the GPU check's runner, compiled by nvcc.
+            self._run(
+                "bazel",
+                "build",
+                "--config=cuda",
+                f"//tensorflow_customops/core/kernels:{_NAME}_op_gpu",
+                "//tools/gpu_check:gpu_check_gpu_check_o",
+            )
+
+    def test_existing_op_is_refused(self):
+        result = subprocess.run(
+            [sys.executable, "tools/new_op.py", "zero_out", "--skip-compat"],
+            cwd=self.repo,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("zero_out exists already", result.stderr)
+
+    def test_name_must_be_snake_case(self):
+        result = subprocess.run(
+            [sys.executable, "tools/new_op.py", "ScaleBy", "--skip-compat"],
+            cwd=self.repo,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("NAME must be snake_case, got 'ScaleBy'", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
