@@ -23,7 +23,7 @@ _TARGETS = [
     "//tensorflow_customops/python/kernel_tests:large_shapes_test",
     "//tensorflow_customops/python/kernel_tests:cpp_gradients_test",
     "//tensorflow_customops/python/kernel_tests:determinism_test",
-    "//tensorflow_customops/python/fuzz:fuzz_test",
+    "//tools/fuzz:fuzz_test",
     "//tensorflow_customops/core/ops/compat:all",
     "//tools/gpu_check:make_cases_test",
 ]

@@ -1,8 +1,8 @@
 """Fuzzes every op the library registers, from its OpDef.
 
-    bazel run //tensorflow_customops/python/fuzz:fuzz                    # quick profile
-    bazel run //tensorflow_customops/python/fuzz:fuzz -- --profile=long
-    bazel run //tensorflow_customops/python/fuzz:fuzz -- --replay=CASE.pkl
+    bazel run //tools/fuzz:fuzz                    # quick profile
+    bazel run //tools/fuzz:fuzz -- --profile=long
+    bazel run //tools/fuzz:fuzz -- --replay=CASE.pkl
 
 The ops come from the library's own OpList, so an op added later is fuzzed
 without edits. Cases (op_cases, with the fuzz hints of the registry) are
@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from tensorflow_customops.python.fuzz import case_runner
+from tools.fuzz import case_runner
 
 PASSING = ("result", "error")
 # Markers of a sanitizer report in a worker's log.
@@ -38,7 +38,7 @@ _SANITIZER_MARKERS = (
     "ERROR: LeakSanitizer",
 )
 _STARTUP_TIMEOUT_S = 600
-_WORKER_MODULE = "tensorflow_customops.python.fuzz.case_runner"
+_WORKER_MODULE = "tools.fuzz.case_runner"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +71,7 @@ class Failure:
         ]
         if self.saved_to:
             lines.append(
-                "  replay: bazel run //tensorflow_customops/python/fuzz:fuzz -- "
-                f"--replay={self.saved_to}"
+                f"  replay: bazel run //tools/fuzz:fuzz -- --replay={self.saved_to}"
             )
         lines.append("  " + self.detail.strip().replace("\n", "\n  "))
         return "\n".join(lines)

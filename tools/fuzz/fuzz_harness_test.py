@@ -7,8 +7,8 @@ import pickle
 import tensorflow as tf
 
 from tensorflow_customops.python import registry
-from tensorflow_customops.python.fuzz import fuzz, misbehaving_worker, op_cases
 from tensorflow_customops.python.ops import load_library
+from tools.fuzz import fuzz, misbehaving_worker, op_cases
 
 
 def _op_defs():
@@ -69,7 +69,7 @@ class HarnessTest(tf.test.TestCase):
                 self.assertEqual(pickle.load(f).describe(), failure.case.describe())
         self.assertIn("signal 6", failures["crash"].detail)
         self.assertIn(
-            "bazel run //tensorflow_customops/python/fuzz:fuzz -- --replay=",
+            "bazel run //tools/fuzz:fuzz -- --replay=",
             failures["crash"].describe(),
         )
 

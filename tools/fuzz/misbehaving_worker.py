@@ -4,7 +4,7 @@ that fuzz_harness_test can check that the harness catches both."""
 import os
 import time
 
-from tensorflow_customops.python.fuzz import case_runner
+from tools.fuzz import case_runner
 
 CRASHING_CASE = 1
 HANGING_CASE = 3

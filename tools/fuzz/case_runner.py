@@ -1,6 +1,6 @@
 """The fuzzer's worker process: runs cases one at a time and reports each.
 
-`python -m tensorflow_customops.python.fuzz.case_runner` reads pickled cases
+`python -m tools.fuzz.case_runner` reads pickled cases
 from stdin and writes one result per case to its stdout, each as a frame (8
 byte length, then the pickle). Anything else the process prints goes to
 stderr, which the parent keeps as the worker's log, with a marker line before
@@ -176,7 +176,7 @@ def _fuzz(request, op_defs, protocol, run):
     request["skip"], for at most request["seconds"]; reports each case before
     running it, so that the parent knows which one a crash belongs to."""
     from tensorflow_customops.python import registry
-    from tensorflow_customops.python.fuzz import op_cases
+    from tools.fuzz import op_cases
 
     cases = op_cases.generate(
         op_defs[request["op"]], request["count"], request["seed"], registry.fuzz_hints()

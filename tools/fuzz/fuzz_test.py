@@ -6,8 +6,8 @@ import os
 
 import tensorflow as tf
 
-from tensorflow_customops.python.fuzz import fuzz
 from tensorflow_customops.python.ops import load_library
+from tools.fuzz import fuzz
 
 
 class FuzzQuickProfileTest(tf.test.TestCase):
