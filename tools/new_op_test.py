@@ -18,11 +18,11 @@ import unittest
 _NAME = "scaffold_probe"
 _TARGETS = [
     f"//tensorflow_customops/python/kernel_tests:{_NAME}_op_test",
-    "//tensorflow_customops/python/kernel_tests:api_test",
-    "//tensorflow_customops/python/kernel_tests:op_registry_test",
-    "//tensorflow_customops/python/kernel_tests:large_shapes_test",
-    "//tensorflow_customops/python/kernel_tests:cpp_gradients_test",
-    "//tensorflow_customops/python/kernel_tests:determinism_test",
+    "//tensorflow_customops/python/kernel_tests/loading:api_test",
+    "//tensorflow_customops/python/kernel_tests/properties:op_registry_test",
+    "//tensorflow_customops/python/kernel_tests/properties:large_shapes_test",
+    "//tensorflow_customops/python/kernel_tests/properties:cpp_gradients_test",
+    "//tensorflow_customops/python/kernel_tests/properties:determinism_test",
     "//tools/fuzz:fuzz_test",
     "//tensorflow_customops/core/ops/compat:all",
     "//tools/gpu_check:make_cases_test",

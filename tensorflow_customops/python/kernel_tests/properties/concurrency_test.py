@@ -7,7 +7,7 @@ import concurrent.futures
 
 import tensorflow as tf
 
-from tensorflow_customops.python.kernel_tests import property_cases
+from tensorflow_customops.python.kernel_tests.properties import property_cases
 
 PYTHON_THREADS = 8
 ITERATIONS = 2

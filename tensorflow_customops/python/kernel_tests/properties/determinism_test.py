@@ -12,7 +12,7 @@ import sys
 import tensorflow as tf
 
 from tensorflow_customops.python import registry
-from tensorflow_customops.python.kernel_tests import property_cases
+from tensorflow_customops.python.kernel_tests.properties import property_cases
 
 # (op, dtype) pairs whose CPU results may differ across intra-op thread
 # counts, with the reason, from the entries' thread_count_dependent; a case is
@@ -32,7 +32,7 @@ _CHILD = """
 import hashlib, json, sys
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
-from tensorflow_customops.python.kernel_tests import property_cases
+from tensorflow_customops.python.kernel_tests.properties import property_cases
 
 out = {}
 for case in property_cases.all_cases():
