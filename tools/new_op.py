@@ -11,7 +11,8 @@ files it adds the op's line to each table (TFCO_OPS, core/kernels/BUILD,
 python/kernel_tests/BUILD, the package's imports and __all__, the GPU check's
 case list and runner map) and its GPU check cases and runner. Then it
 records the spec's history and goldens (bazel run
-//tools/compat:update_ops_history and :record_goldens) unless --skip-compat.
+//tensorflow_customops/core/ops/compat:update_ops_history and :record_goldens)
+unless --skip-compat.
 Replace the maths, keep the structure, and run the tests.
 """
 
@@ -222,7 +223,9 @@ def main(argv):
     if not args.skip_compat:
         for target in ("update_ops_history", "record_goldens"):
             subprocess.run(
-                ["bazel", "run", f"//tools/compat:{target}"], cwd=_ROOT, check=True
+                ["bazel", "run", f"//tensorflow_customops/core/ops/compat:{target}"],
+                cwd=_ROOT,
+                check=True,
             )
     print(
         f"CustomOps>{_names(args.name)['{{Name}}']} is in place: replace the maths "

@@ -25,7 +25,7 @@ class Case:
 
 @dataclasses.dataclass(frozen=True)
 class Override:
-    """How the golden recorder (tools/compat/goldens.py) exercises an op that
+    """How the golden recorder (core/ops/compat/goldens.py) exercises an op that
     its generic rules cannot.
 
     inputs: called with the input dtypes (a list of tf.DType) and a seeded
@@ -60,7 +60,7 @@ class Entry:
     fuzz_hint: a Hypothesis strategy factory hint(op_def, attrs, rng) drawing
       (inputs by name, tags) of the structure the op expects (fuzz); None
       fuzzes the op from its OpDef alone.
-    golden: how to record the op's golden GraphDefs (tools/compat).
+    golden: how to record the op's golden GraphDefs (core/ops/compat).
     thread_count_dependent: dtype name -> why the op's CPU results in that
       dtype may depend on the intra-op thread count; empty for a bitwise
       deterministic kernel (determinism_test, which fails if a listed dtype

@@ -14,8 +14,8 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.core.framework import graph_pb2
 
+from tensorflow_customops.core.ops.compat import goldens
 from tensorflow_customops.python.ops import load_library
-from tools.compat import goldens
 
 # Half-precision outputs may differ in the last bit between kernels.
 _TOLERANCE = {"float16": 1e-3, "bfloat16": 1e-2}

@@ -4,8 +4,8 @@ attr explicit (new ones at their defaults)."""
 
 import tensorflow as tf
 
+from tensorflow_customops.core.ops.compat import goldens
 from tensorflow_customops.python.ops import load_library
-from tools.compat import goldens
 
 
 class OldSpecTest(tf.test.TestCase):

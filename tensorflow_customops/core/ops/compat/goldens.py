@@ -33,8 +33,8 @@ COMPAT_DIR = "tensorflow_customops/core/ops/compat"
 HISTORY_DIR = os.path.join(COMPAT_DIR, "ops_history_v1")
 TESTDATA_DIR = os.path.join(COMPAT_DIR, "testdata")
 MANIFEST = "SHA256SUMS"
-RECORD_COMMAND = "bazel run //tools/compat:record_goldens"
-UPDATE_COMMAND = "bazel run //tools/compat:update_ops_history"
+RECORD_COMMAND = "bazel run //tensorflow_customops/core/ops/compat:record_goldens"
+UPDATE_COMMAND = "bazel run //tensorflow_customops/core/ops/compat:update_ops_history"
 _SHAPE = (2, 3)
 
 

@@ -2,7 +2,7 @@
 // OpDefs that are never registered, so no test-only op ships in the wheel.
 // CHECK failures abort, which fails the test.
 
-#include "tools/compat/op_compat.h"
+#include "tensorflow_customops/core/ops/compat/op_compat.h"
 
 #include <cstdio>
 #include <string>
@@ -143,7 +143,7 @@ void TestCompatibleEvolutionAndUpdate() {
   CHECK_EQ(pending.size(), 2);
   CHECK_EQ(pending[0],
            "no history for op CustomOps>Synthetic; run bazel run "
-           "//tools/compat:update_ops_history");
+           "//tensorflow_customops/core/ops/compat:update_ops_history");
   CHECK(absl::StrContains(pending[1], "ops.pbtxt differs")) << pending[1];
   CHECK_EQ(UpdateHistory(v1, &history).size(), 1);
 

@@ -1,4 +1,4 @@
-// The command line of the op compatibility tools; see tools/compat/BUILD.
+// The command line of the op compatibility tools; see BUILD.
 //
 //   ops_compat check     --library=SO --compat_dir=DIR
 //   ops_compat update    --library=SO --compat_dir=DIR
@@ -21,7 +21,7 @@
 #include "absl/strings/match.h"
 #include "tensorflow/core/platform/env.h"
 #include "tensorflow/core/platform/protobuf.h"
-#include "tools/compat/op_compat.h"
+#include "tensorflow_customops/core/ops/compat/op_compat.h"
 
 namespace tensorflow {
 namespace customops_compat {
@@ -86,9 +86,10 @@ int CheckOrUpdate(bool update, const std::string& compat_dir,
   }
   std::printf("%s up to date in %s.%s\n",
               changed.empty() ? "history" : "history now", compat_dir.c_str(),
-              changed.empty() ? ""
-                              : " Record the new goldens: bazel run "
-                                "//tools/compat:record_goldens");
+              changed.empty()
+                  ? ""
+                  : " Record the new goldens: bazel run "
+                    "//tensorflow_customops/core/ops/compat:record_goldens");
   return 0;
 }
 

@@ -1,18 +1,18 @@
 """Records the golden GraphDefs of every op version that has none yet.
 
-    bazel run //tools/compat:record_goldens
+    bazel run //tensorflow_customops/core/ops/compat:record_goldens
 
 Goldens are immutable: an existing one is never rewritten, so a spec change
 gets new goldens only through a new history version
-(bazel run //tools/compat:update_ops_history). Writes under
+(bazel run //tensorflow_customops/core/ops/compat:update_ops_history). Writes under
 tensorflow_customops/core/ops/compat/testdata/ and its SHA256SUMS.
 """
 
 import os
 import sys
 
+from tensorflow_customops.core.ops.compat import goldens
 from tensorflow_customops.python.ops import load_library
-from tools.compat import goldens
 
 
 def main():

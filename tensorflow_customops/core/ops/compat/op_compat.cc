@@ -1,4 +1,4 @@
-#include "tools/compat/op_compat.h"
+#include "tensorflow_customops/core/ops/compat/op_compat.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -22,7 +22,8 @@ namespace customops_compat {
 namespace {
 
 constexpr char kFileHeader[] =
-    "# Written by bazel run //tools/compat:update_ops_history; never edit.\n";
+    "# Written by bazel run "
+    "//tensorflow_customops/core/ops/compat:update_ops_history; never edit.\n";
 
 bool IsCustomOp(const std::string& name) {
   return absl::StartsWith(name, kOpPrefix);

@@ -2,8 +2,8 @@
 // that guard it, and the rewrite of GraphDefs for older consumers. The
 // compatibility rules themselves are TensorFlow's (op_def_util.h).
 
-#ifndef TOOLS_COMPAT_OP_COMPAT_H_
-#define TOOLS_COMPAT_OP_COMPAT_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_OPS_COMPAT_OP_COMPAT_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_OPS_COMPAT_OP_COMPAT_H_
 
 #include <map>
 #include <string>
@@ -18,7 +18,7 @@ namespace customops_compat {
 
 inline constexpr char kOpPrefix[] = "CustomOps>";
 inline constexpr char kUpdateCommand[] =
-    "bazel run //tools/compat:update_ops_history";
+    "bazel run //tensorflow_customops/core/ops/compat:update_ops_history";
 
 // Op name -> every recorded version of its spec, oldest first, docs stripped.
 using OpHistory = std::map<std::string, OpList>;
@@ -69,4 +69,4 @@ absl::Status DowngradeGraphDef(const OpList& consumer_ops,
 }  // namespace customops_compat
 }  // namespace tensorflow
 
-#endif  // TOOLS_COMPAT_OP_COMPAT_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_OPS_COMPAT_OP_COMPAT_H_
