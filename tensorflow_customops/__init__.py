@@ -9,6 +9,7 @@ project for writing custom ops.
 from tensorflow_customops.python.keras import layers
 from tensorflow_customops.python.ops import cpp_gradients as _cpp_gradients
 from tensorflow_customops.python.ops import gradients
+from tensorflow_customops.python.ops import load_library as _load_library
 from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
 from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
@@ -32,13 +33,16 @@ _cpp_gradients.register_missing_gradients()
 
 
 def build_info():
-    """How this copy was built: TensorFlow version, C++ ABI flag, CUDA support.
+    """How this copy was built: TensorFlow version, C++ ABI flag, CUDA, XLA.
 
     Returns:
       A dict with keys `version`, `tf_version`, `cxx11_abi_flag`,
-      `cxx_standard`, `cuda` (whether GPU kernels were compiled in) and
-      `cuda_capabilities`.
+      `cxx_standard`, `cuda` (whether GPU kernels were compiled in),
+      `cuda_capabilities`, `xla` (whether the XLA lowerings are loaded, so
+      the ops compile under jit_compile) and `xla_unavailable_reason` (why
+      not, or "").
     """
+    xla, xla_reason = _load_library.xla_status()
     return {
         "version": __version__,
         "tf_version": _build_info.TF_VERSION,
@@ -46,6 +50,8 @@ def build_info():
         "cxx_standard": _build_info.CXX_STANDARD,
         "cuda": _build_info.CUDA,
         "cuda_capabilities": list(_build_info.CUDA_CAPABILITIES),
+        "xla": xla,
+        "xla_unavailable_reason": xla_reason,
     }
 
 

@@ -4,6 +4,9 @@
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
   tfco_kernel_library    one <kernel>.{h,cc} + <kernel>_gpu.cu.cc triple
   tfco_custom_op_library the shared library Python loads
+  tfco_xla_library       XLA lowerings (compiler/tf2xla)
+  tfco_xla_op_library    the shared library of XLA lowerings Python loads second
+  tfco_with_xla          a list that names the XLA library unless it is left out
   tfco_cc_test           a C++ test of specs, shape functions and gradients
   tfco_cc_binary         a C++ tool linked against TensorFlow's framework library
   tfco_cuda_binary       a CUDA program of GPU kernels that needs no TensorFlow
@@ -18,6 +21,7 @@ load(
     "@local_config_tf//:build_defs.bzl",
     "CUDA_CAPABILITIES",
     "NVCC_PATH",
+    "TF_CC_LIBRARY_NAME",
     "TF_CXX11_ABI_FLAG",
     "TF_CXX_STANDARD",
     "TF_EIGEN_MAX_ALIGN_BYTES",
@@ -39,12 +43,14 @@ TFCO_OPS = {
 }
 
 _USING_CUDA = "//tensorflow_customops:using_cuda"
+_NO_XLA = "//tensorflow_customops:no_xla"
 _USING_ASAN = "//tensorflow_customops:using_asan"
 _USING_UBSAN = "//tensorflow_customops:using_ubsan"
 _OPT = "//tensorflow_customops:opt"
 _TF_HEADERS = "@local_config_tf//:tf_header_lib"
 _TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
 _TF_FRAMEWORK = "@local_config_tf//:lib/" + TF_SHARED_LIBRARY_NAME
+_TF_CC = "@local_config_tf//:lib/" + TF_CC_LIBRARY_NAME
 _CUDART = "@local_config_tf//:cudart_static"
 _CUDA_ONLY = select({
     _USING_CUDA: [],
@@ -58,7 +64,7 @@ _TF_ABI_COPTS = [
     "-DEIGEN_MAX_ALIGN_BYTES=%d" % TF_EIGEN_MAX_ALIGN_BYTES,
 ]
 
-_COPTS = _TF_ABI_COPTS + [
+_HOST_COPTS = _TF_ABI_COPTS + [
     "-fPIC",
     "-Wall",
     # GCC fuses a * b + c into one rounding wherever a function's target has
@@ -75,9 +81,6 @@ _COPTS = _TF_ABI_COPTS + [
     _OPT: ["-O3"],
     "//conditions:default": [],
 }) + select({
-    _USING_CUDA: ["-DGOOGLE_CUDA=1"],
-    "//conditions:default": [],
-}) + select({
     _USING_ASAN: ["-fsanitize=address", "-fno-omit-frame-pointer"],
     # GCC leaves float-to-integer overflow out of -fsanitize=undefined; the
     # RoI kernels convert box positions to integers, so it is checked too.
@@ -91,6 +94,19 @@ _COPTS = _TF_ABI_COPTS + [
     ],
     "//conditions:default": [],
 })
+
+_COPTS = _HOST_COPTS + select({
+    _USING_CUDA: ["-DGOOGLE_CUDA=1"],
+    "//conditions:default": [],
+})
+
+# XLA's headers include highwayhash and farmhash by paths relative to these
+# folders of TensorFlow's include tree. The lowerings build HLO only, so they
+# never need CUDA.
+_XLA_COPTS = _HOST_COPTS + [
+    "-isystem external/local_config_tf/include/external/highwayhash",
+    "-isystem external/local_config_tf/include/external/farmhash_archive/src",
+]
 
 _SANITIZER_LINKOPTS = select({
     _USING_ASAN: ["-fsanitize=address"],
@@ -236,6 +252,59 @@ def tfco_custom_op_library(name, deps, **kwargs):
         **kwargs
     )
 
+def tfco_xla_library(name, srcs = [], hdrs = [], deps = []):
+    """XLA lowerings (XlaOpKernel subclasses) or code they share.
+
+    Args:
+      name: target name.
+      srcs: C++ sources.
+      hdrs: headers.
+      deps: tfco_cc_library or tfco_xla_library targets without kernel or op
+        registrations (those live in the op library only).
+    """
+    native.cc_library(
+        name = name,
+        srcs = srcs,
+        hdrs = hdrs,
+        copts = _XLA_COPTS,
+        deps = deps + [_TF_HEADERS],
+        # REGISTER_XLA_OP runs from static initialisers.
+        alwayslink = 1,
+    )
+
+def tfco_xla_op_library(name, deps):
+    """The shared library of XLA lowerings, loaded after the op library.
+
+    XLA's op registry lives in libtensorflow_cc, so unlike the op library this
+    one links it too (by path, without an rpath, like the op library).
+
+    Args:
+      name: the .so file name.
+      deps: tfco_xla_library targets.
+    """
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        deps = deps,
+        additional_linker_inputs = [_TF_FRAMEWORK, _TF_CC],
+        linkopts = [
+            "$(location %s)" % _TF_FRAMEWORK,
+            "$(location %s)" % _TF_CC,
+            "-Wl,--no-undefined",
+        ] + _SANITIZER_LINKOPTS,
+        target_compatible_with = [] if TF_CC_LIBRARY_NAME else ["@platforms//:incompatible"],
+    )
+
+def tfco_with_xla(items):
+    """`items` unless the XLA library is left out (--config=noxla, or a
+    TensorFlow without libtensorflow_cc)."""
+    if not TF_CC_LIBRARY_NAME:
+        return []
+    return select({
+        _NO_XLA: [],
+        "//conditions:default": items,
+    })
+
 # Tests and tools find the framework library through an rpath to the
 # installed TensorFlow: acceptable for them, never used for the op library.
 def _framework_linked(rule, deps, **kwargs):
@@ -354,11 +423,15 @@ def tfco_build_info(name, out):
     ])
     cuda = "CUDA = True\nCUDA_CAPABILITIES = %s\n" % repr(["sm_" + c for c in CUDA_CAPABILITIES])
     no_cuda = "CUDA = False\nCUDA_CAPABILITIES = []\n"
+    if TF_CC_LIBRARY_NAME:
+        xla = select({_NO_XLA: "XLA = False\n", "//conditions:default": "XLA = True\n"})
+    else:
+        xla = "XLA = False\n"
     native.genrule(
         name = name,
         outs = [out],
-        cmd = select({
-            _USING_CUDA: "cat > $@ <<'EOF'\n%sEOF" % (common + cuda),
-            "//conditions:default": "cat > $@ <<'EOF'\n%sEOF" % (common + no_cuda),
-        }),
+        cmd = "cat > $@ <<'EOF'\n" + select({
+            _USING_CUDA: common + cuda,
+            "//conditions:default": common + no_cuda,
+        }) + xla + "EOF",
     )

@@ -92,6 +92,16 @@ def find_nvcc():
     return nvcc, os.path.realpath(match.group(1))
 
 
+def cc_library_name(lib_dir, framework_name):
+    """File name of TensorFlow's C++ library (the XLA op registry lives there).
+
+    It sits next to the framework library with the same version suffix;
+    returns "" if this TensorFlow has none, and the XLA library is not built.
+    """
+    name = framework_name.replace("tensorflow_framework", "tensorflow_cc", 1)
+    return name if os.path.exists(os.path.join(lib_dir, name)) else ""
+
+
 def collect():
     import tensorflow as tf
 
@@ -103,6 +113,7 @@ def collect():
         "TF_HEADER_DIR": compile_flags["include_dirs"][0],
         "TF_SHARED_LIBRARY_DIR": lib_dir,
         "TF_SHARED_LIBRARY_NAME": lib_name,
+        "TF_CC_LIBRARY_NAME": cc_library_name(lib_dir, lib_name),
         "TF_CXX11_ABI_FLAG": compile_flags["defines"]["_GLIBCXX_USE_CXX11_ABI"],
         "TF_CXX_STANDARD": compile_flags["std"],
         "TF_EIGEN_MAX_ALIGN_BYTES": compile_flags["defines"]["EIGEN_MAX_ALIGN_BYTES"],

@@ -1,9 +1,9 @@
 """tools/new_op.py writes an op that builds and passes every test that reads
 the op registry: the template is generated into a scratch copy of the
 repository, its spec history and goldens are recorded, and Bazel builds the
-library there and runs the new op's tests, the cross-op tests and lint. So
-the template cannot drift from the repository. Where nvcc is installed, its
-GPU kernel and GPU check runner are compiled too.
+library there and runs the new op's tests, the cross-op tests and lint, and
+compiles its XLA lowering. So the template cannot drift from the repository.
+Where nvcc is installed, its GPU kernel and GPU check runner are compiled too.
 
 Bazel runs inside this test (it keeps its output under TEST_TMPDIR), so the
 test is tagged `local` and reads the source tree through its own runfile.
@@ -74,7 +74,14 @@ class NewOpTest(unittest.TestCase):
         written = self._run(sys.executable, "tools/new_op.py", _NAME)
         self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}_op.cc", written)
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
-        self._run("bazel", "test", *_TARGETS)
+        # Without the XLA library, whose sources take minutes to compile; the
+        # new op's lowering is compiled on its own.
+        self._run("bazel", "test", "--config=noxla", *_TARGETS)
+        self._run(
+            "bazel",
+            "build",
+            f"//tensorflow_customops/compiler/tf2xla/kernels:{_NAME}_op",
+        )
         self._run("tools/lint.sh")
         if shutil.which("nvcc"):
             # The GPU kernel and the GPU check's runner, compiled by nvcc.

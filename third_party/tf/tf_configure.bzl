@@ -24,7 +24,7 @@ _REQUIRED = [
     "TF_VERSION",
 ]
 
-_OPTIONAL = ["CUDA_TOOLKIT_PATH", "NVCC_PATH", "TF_CUDA_CAPABILITIES"]
+_OPTIONAL = ["CUDA_TOOLKIT_PATH", "NVCC_PATH", "TF_CC_LIBRARY_NAME", "TF_CUDA_CAPABILITIES"]
 
 def _tf_configure_impl(ctx):
     env = ctx.os.environ
@@ -36,6 +36,9 @@ def _tf_configure_impl(ctx):
     ctx.symlink(env["TF_HEADER_DIR"], "include")
     lib_name = env["TF_SHARED_LIBRARY_NAME"]
     ctx.symlink(env["TF_SHARED_LIBRARY_DIR"] + "/" + lib_name, "lib/" + lib_name)
+    cc_name = env.get("TF_CC_LIBRARY_NAME", "")
+    if cc_name:
+        ctx.symlink(env["TF_SHARED_LIBRARY_DIR"] + "/" + cc_name, "lib/" + cc_name)
 
     nvcc = env.get("NVCC_PATH", "")
     cuda_dir = env.get("CUDA_TOOLKIT_PATH", "")
@@ -65,7 +68,7 @@ cc_library(
     deps = [":tf_header_lib"],
 )
 
-exports_files(["lib/{lib}"])
+exports_files(glob(["lib/*"]))
 
 filegroup(
     name = "libtensorflow_framework",
@@ -106,6 +109,7 @@ TF_EIGEN_MAX_ALIGN_BYTES = {align}
 TF_IS_CUDA_BUILD = {is_cuda}
 TF_CUDA_VERSION = "{cuda_version}"
 TF_SHARED_LIBRARY_NAME = "{lib}"
+TF_CC_LIBRARY_NAME = "{cc_lib}"
 TF_SHARED_LIBRARY_DIR = "{lib_dir}"
 PYTHON_BIN_PATH = "{python}"
 NVCC_PATH = "{nvcc}"
@@ -118,6 +122,7 @@ CUDA_CAPABILITIES = {caps}
         is_cuda = env["TF_IS_CUDA_BUILD"] == "1",
         cuda_version = env["TF_CUDA_VERSION"],
         lib = lib_name,
+        cc_lib = cc_name,
         lib_dir = env["TF_SHARED_LIBRARY_DIR"],
         python = env["PYTHON_BIN_PATH"],
         nvcc = nvcc,

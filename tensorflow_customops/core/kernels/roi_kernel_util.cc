@@ -11,94 +11,21 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_join.h"
-#include "absl/types/span.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/lib/core/errors.h"
-#include "tensorflow/core/util/overflow.h"
 
 namespace tensorflow {
 namespace customops {
 namespace roi {
 
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
-                          RoiAttrs* attrs) {
-  attrs->kind = kind;
-  TF_RETURN_IF_ERROR(context->GetAttr("pooled_height", &attrs->pooled_height));
-  TF_RETURN_IF_ERROR(context->GetAttr("pooled_width", &attrs->pooled_width));
-  TF_RETURN_IF_ERROR(context->GetAttr("spatial_scale", &attrs->spatial_scale));
-  if (!std::isfinite(attrs->spatial_scale) || attrs->spatial_scale <= 0) {
-    return errors::InvalidArgument(
-        "spatial_scale must be finite and positive, got ",
-        attrs->spatial_scale);
-  }
-  if (attrs->bilinear()) {
-    TF_RETURN_IF_ERROR(
-        context->GetAttr("sampling_ratio", &attrs->sampling_ratio));
-    if (attrs->sampling_ratio > kMaxSamplingRatio) {
-      return errors::InvalidArgument(
-          "sampling_ratio must be at most ", kMaxSamplingRatio,
-          " (or <= 0 for an adaptive grid), got ", attrs->sampling_ratio);
-    }
-    TF_RETURN_IF_ERROR(context->GetAttr("aligned", &attrs->aligned));
-  }
-  std::string data_format;
-  TF_RETURN_IF_ERROR(context->GetAttr("data_format", &data_format));
-  attrs->nchw = data_format == "NCHW";
-  return absl::OkStatus();
-}
-
 namespace {
-
-// Checks that `features_shape` is a rank-4 shape in the attrs' data format and
-// returns its sizes; for position-sensitive ops also checks that the channels
-// divide into pooled_height * pooled_width groups.
-absl::Status GetFeatureSizes(const TensorShape& features_shape,
-                             const RoiAttrs& attrs, const char* arg_name,
-                             RoiShape* shape) {
-  if (features_shape.dims() != 4) {
-    return errors::InvalidArgument(
-        arg_name, " must be 4-D (", attrs.nchw ? "NCHW" : "NHWC",
-        "), got shape ", features_shape.DebugString());
-  }
-  shape->batch = features_shape.dim_size(0);
-  shape->height = features_shape.dim_size(attrs.nchw ? 2 : 1);
-  shape->width = features_shape.dim_size(attrs.nchw ? 3 : 2);
-  shape->channels = features_shape.dim_size(attrs.nchw ? 1 : 3);
-  // argmax stores h * width + w in an int32.
-  const int64_t area = MultiplyWithoutOverflow(shape->height, shape->width);
-  if (area < 0 || area > std::numeric_limits<int32_t>::max()) {
-    return errors::InvalidArgument(arg_name,
-                                   " height * width must be below 2^31, got ",
-                                   shape->height, " * ", shape->width);
-  }
-  shape->out_channels = shape->channels;
-  if (attrs.position_sensitive()) {
-    const int64_t bins = attrs.bins();
-    if (shape->channels % bins != 0) {
-      return errors::InvalidArgument(
-          arg_name, " channels (", shape->channels,
-          ") must be divisible by the number of output bins pooled_height * "
-          "pooled_width = ",
-          bins);
-    }
-    shape->out_channels = shape->channels / bins;
-  }
-  return absl::OkStatus();
-}
 
 // Checks rois: float [K, 5], every coordinate finite and, once scaled by
 // spatial_scale, within kMaxScaledCoordinate; every batch index an integer in
 // [0, batch). Fills shape->num_rois.
 absl::Status ValidateRois(const Tensor& rois, float spatial_scale,
                           RoiShape* shape) {
-  if (rois.dims() != 2 || rois.dim_size(1) != 5) {
-    return errors::InvalidArgument(
-        "rois must have shape [K, 5] with rows (batch_index, x1, y1, x2, y2), "
-        "got shape ",
-        rois.shape().DebugString());
-  }
-  shape->num_rois = rois.dim_size(0);
+  TF_RETURN_IF_ERROR(CheckRoisShape(rois.shape(), shape));
   const float* data = rois.flat<float>().data();
   for (int64_t k = 0; k < shape->num_rois; ++k) {
     const float* roi = data + k * 5;
@@ -155,63 +82,15 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   return absl::OkStatus();
 }
 
-// The shape with sizes `dims`, or an InvalidArgument naming `what` if its
-// number of elements overflows int64 (each dim fits, their product need not).
-absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
-                           TensorShape* out) {
-  int64_t elements = 1;
-  for (int64_t dim : dims) elements = MultiplyWithoutOverflow(elements, dim);
-  if (elements < 0) {
-    return errors::InvalidArgument(what, " [", absl::StrJoin(dims, ", "),
-                                   "]: its number of elements overflows int64");
-  }
-  return TensorShape::BuildTensorShape(dims, out);
-}
-
-// The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW].
-absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
-                         TensorShape* out) {
-  const int64_t dims_nhwc[] = {shape.num_rois, attrs.pooled_height,
-                               attrs.pooled_width, shape.out_channels};
-  const int64_t dims_nchw[] = {shape.num_rois, shape.out_channels,
-                               attrs.pooled_height, attrs.pooled_width};
-  return ShapeFromDims(
-      absl::Span<const int64_t>(attrs.nchw ? dims_nchw : dims_nhwc, 4),
-      "pooled output", out);
-}
-
 // Reads a gradient op's features_shape input (int32 [4], host memory).
 absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
                                      TensorShape* out) {
-  if (features_shape.dims() != 1 || features_shape.NumElements() != 4) {
-    return errors::InvalidArgument(
-        "features_shape must be a vector of 4 elements, got shape ",
-        features_shape.shape().DebugString());
+  std::vector<int64_t> values;
+  if (features_shape.NumElements() == 4 && features_shape.dims() == 1) {
+    const auto v = features_shape.vec<int32_t>();
+    values.assign(v.data(), v.data() + 4);
   }
-  const auto values = features_shape.vec<int32_t>();
-  int64_t dims[4];
-  for (int i = 0; i < 4; ++i) {
-    if (values(i) < 0) {
-      return errors::InvalidArgument("features_shape[", i,
-                                     "] must be non-negative, got ", values(i));
-    }
-    dims[i] = values(i);
-  }
-  return ShapeFromDims(dims, "features_shape", out);
-}
-
-// Checks that a gradient op's incoming gradient has the pooled shape.
-absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
-                                  const RoiShape& shape, const RoiAttrs& attrs,
-                                  const char* arg_name) {
-  TensorShape expected;
-  TF_RETURN_IF_ERROR(PooledShape(shape, attrs, &expected));
-  if (grad_shape != expected) {
-    return errors::InvalidArgument(arg_name, " must have shape ",
-                                   expected.DebugString(), ", got ",
-                                   grad_shape.DebugString());
-  }
-  return absl::OkStatus();
+  return FeaturesShapeFromValues(features_shape.shape(), values, out);
 }
 
 // argmax must have the pooled shape, and every entry must be -1 or a pixel of

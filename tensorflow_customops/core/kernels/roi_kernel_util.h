@@ -13,16 +13,11 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi_shape_util.h"
 
 namespace tensorflow {
 namespace customops {
 namespace roi {
-
-// Reads and checks the attrs of a `kind` op (spatial_scale finite and > 0,
-// sampling_ratio <= kMaxSamplingRatio). pooled_height, pooled_width (>= 1)
-// and data_format (NHWC or NCHW) are already checked against the OpDef.
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
-                          RoiAttrs* attrs);
 
 // Where a kernel runs and the precision its box arithmetic uses (double for
 // double features, else float), fixed by its device and type.

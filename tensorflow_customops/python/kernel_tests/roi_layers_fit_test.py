@@ -171,6 +171,34 @@ class RoiLayersFitTest(tf.test.TestCase):
             self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
         self.assertNotAllClose(model.get_weights()[0], initial[0])
 
+    def test_fit_with_jit_compile(self):
+        # The whole training step, RoI ops and their gradients included,
+        # compiled by XLA: the same weights as without XLA.
+        images, boxes, valid = _data()
+        targets = np.random.default_rng(6).standard_normal((_N, _K, 1))
+        x = [images, boxes, _COUNTS]
+        trained = []
+        for jit_compile in (False, True):
+            model = _box_model()
+            model.compile(
+                optimizer=keras.optimizers.SGD(0.05),
+                loss="mse",
+                jit_compile=jit_compile,
+            )
+            self.assertEqual(model.jit_compile, jit_compile)
+            model.fit(
+                x,
+                targets.astype(np.float32),
+                sample_weight=valid.astype(np.float32),
+                batch_size=4,
+                epochs=2,
+                verbose=0,
+            )
+            trained.append(model.get_weights())
+        for got, want in zip(*trained):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+        self.assertNotAllClose(trained[1][0], _box_model().get_weights()[0])
+
 
 if __name__ == "__main__":
     tf.test.main()

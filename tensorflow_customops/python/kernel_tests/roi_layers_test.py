@@ -221,9 +221,11 @@ class RoiLayersTest(tf.test.TestCase):
                 )
                 self.assertNotAllEqual(got, rounded)
 
-    def test_compile_does_not_pick_xla(self):
+    def test_compile_auto_picks_xla_on_gpu(self):
         # Keras' jit_compile="auto" means XLA when a GPU is listed and every
-        # layer reports supports_jit; these layers have no XLA kernels.
+        # layer reports supports_jit, which the layers do when the XLA
+        # lowerings are loaded.
+        xla = tfco.build_info()["xla"]
         images = keras.Input((6, 7, 12))
         boxes = keras.Input((None, 4))
         pooled = tfco.layers.RoIAlign(2)([images, boxes])
@@ -231,9 +233,9 @@ class RoiLayersTest(tf.test.TestCase):
         gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
         with mock.patch.object(tf.config, "list_physical_devices", return_value=[gpu]):
             model.compile(loss="mse")
-        self.assertFalse(model.jit_compile)
+        self.assertEqual(model.jit_compile, xla)
         for cls, kwargs in _LAYERS:
-            self.assertFalse(cls(**kwargs).supports_jit)
+            self.assertEqual(cls(**kwargs).supports_jit, xla)
 
     def test_gradients_flow(self):
         for cls, kwargs in _LAYERS:

@@ -9,6 +9,9 @@ from tensorflow.python.framework import test_util
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests import roi_reference
 from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.ops import load_library
+
+_ops = load_library.load_op_library()
 
 
 class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
@@ -229,19 +232,98 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         )
         self.assertAllClose(got, np.transpose(expected, [0, 2, 3, 1]), atol=1e-12)
 
-    def test_jit_compile_fails_clearly(self):
-        # The ops have no XLA kernels; XLA must name the op, not crash.
-        case = util.make_case("roi_align", seed=17)
+    def test_xla_zeroes_boxes_that_fail_validation(self):
+        # A compiled program cannot raise on data: a box the regular kernels
+        # reject (batch index out of range or fractional, non-finite or huge
+        # coordinates, an adaptive grid over the limit) gives zeros and no
+        # gradient, and the other boxes are unaffected.
+        features = tf.constant(
+            np.random.default_rng(3).standard_normal((2, 8, 9, 4)), tf.float32
+        )
+        good = [1, 1.0, 1.5, 6.0, 7.0]
+        bad = [
+            [2, 1, 1, 5, 5],
+            [-1, 1, 1, 5, 5],
+            [0.5, 1, 1, 5, 5],
+            [0, np.nan, 1, 5, 5],
+            [0, 1, np.inf, 5, 5],
+            [0, 1, 1, 2e9, 5],
+        ]
+        cases = [
+            (tfco.roi_align, {"sampling_ratio": 2}),
+            (tfco.roi_align, {"sampling_ratio": 0, "spatial_scale": 0.01}),
+            (tfco.roi_pool, {}),
+            (tfco.ps_roi_align, {"sampling_ratio": 2}),
+            (tfco.ps_roi_pool, {}),
+        ]
+        for fn, attrs in cases:
+            # A box 300 pixels wide has a 150 x 150 adaptive grid per bin.
+            too_fine = [[0, 0, 0, 3e4, 3e4]] if attrs.get("sampling_ratio") == 0 else []
+            for row in bad + too_fine:
+                with self.subTest(op=fn.__name__, attrs=attrs, row=row):
+                    rois = tf.constant([good, row], tf.float32)
+                    run = self._forward_and_gradient(fn, dict(attrs, output_size=2))
+                    with self.assertRaises(tf.errors.InvalidArgumentError):
+                        run(features, rois)
+                    pooled, grad = tf.function(run, jit_compile=True)(features, rois)
+                    self.assertAllEqual(pooled[1], tf.zeros_like(pooled[1]))
+                    alone_pooled, alone_grad = run(features, rois[:1])
+                    self.assertAllClose(pooled[:1], alone_pooled, rtol=1e-6, atol=1e-6)
+                    self.assertAllClose(grad, alone_grad, rtol=1e-6, atol=1e-6)
 
-        @tf.function(jit_compile=True)
-        def fn(features, rois):
-            return tfco.roi_align(features, rois, 2)
+    @staticmethod
+    def _forward_and_gradient(fn, attrs):
+        def run(features, rois):
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                pooled = fn(features, rois, **attrs)
+                weights = tf.cast(tf.range(tf.size(pooled)), pooled.dtype)
+                loss = tf.reduce_sum(pooled * tf.reshape(weights, tf.shape(pooled)))
+            return pooled, tape.gradient(loss, features)
 
-        with self.assertRaisesRegex(
-            (tf.errors.InvalidArgumentError, tf.errors.NotFoundError),
-            r"CustomOps>RoiAlign",
-        ):
-            fn(tf.constant(case.features_nhwc), tf.constant(case.rois))
+        return run
+
+    def test_xla_skips_argmax_entries_off_the_map(self):
+        grads = tf.ones([1, 1, 1, 3])
+        argmax = tf.constant([[[[5, -7, 12]]]], tf.int32)  # map of 3 x 4 = 12 pixels
+        rois = tf.constant([[0, 0, 0, 3, 2]], tf.float32)
+
+        def grad(grads, argmax):
+            return _ops.custom_ops_roi_pool_grad(
+                grads,
+                rois,
+                argmax,
+                [1, 3, 4, 3],
+                pooled_height=1,
+                pooled_width=1,
+                spatial_scale=1.0,
+            )
+
+        got = tf.function(grad, jit_compile=True)(grads, argmax)
+        expected = np.zeros([1, 3, 4, 3], np.float32)
+        expected[0, 1, 1, 0] = 1
+        self.assertAllEqual(got, expected)
+
+    def test_xla_attr_and_shape_errors_match_the_kernels(self):
+        features = tf.zeros([1, 4, 4, 8])
+        rois = tf.constant([[0, 0, 0, 2, 2]], tf.float32)
+        for kwargs, message in [
+            ({"spatial_scale": -1.0}, "spatial_scale must be finite and positive"),
+            ({"sampling_ratio": 65}, "sampling_ratio must be at most 64"),
+        ]:
+            with self.subTest(kwargs=kwargs):
+                fn = tf.function(
+                    lambda f, r, kwargs=kwargs: _ops.custom_ops_roi_align(
+                        f, r, pooled_height=2, pooled_width=2, **kwargs
+                    ),
+                    jit_compile=True,
+                )
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    fn(features, rois)
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    _ops.custom_ops_roi_align(
+                        features, rois, pooled_height=2, pooled_width=2, **kwargs
+                    )
 
 
 if __name__ == "__main__":

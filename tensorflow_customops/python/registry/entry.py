@@ -4,6 +4,8 @@ cases it holds."""
 import dataclasses
 from typing import Callable, Optional
 
+import tensorflow as tf
+
 
 @dataclasses.dataclass(frozen=True)
 class Case:
@@ -21,6 +23,19 @@ class Case:
     make_inputs: Callable[[int], list]
     forward: Callable
     differentiable: Optional[tuple] = ()
+
+    def tensors(self, dtype, seed=0):
+        """The inputs as tensors: the differentiable ones in `dtype`, the others
+        (RoI boxes) in float32; and the differentiable indices."""
+        arrays = self.make_inputs(seed)
+        indices = (
+            range(len(arrays)) if self.differentiable is None else self.differentiable
+        )
+        tensors = [
+            tf.constant(a, dtype if i in indices else tf.float32)
+            for i, a in enumerate(arrays)
+        ]
+        return tensors, list(indices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +80,13 @@ class Entry:
       dtype may depend on the intra-op thread count; empty for a bitwise
       deterministic kernel (determinism_test, which fails if a listed dtype
       turns out deterministic).
+    xla_tolerance: dtype name -> (rtol, atol, reason) within which the
+      outputs and gradients of the op's gradient_cases under jit_compile=True
+      match eager on CPU; a dtype not listed must match bit for bit
+      (xla_test).
+    xla_unsupported: for an op that by design fails to compile under XLA, a
+      regex of the compile error (xla_test checks it is raised); "" for the
+      others, which must compile.
     """
 
     op: str
@@ -74,3 +96,5 @@ class Entry:
     fuzz_hint: Optional[Callable] = None
     golden: Override = Override()
     thread_count_dependent: dict = dataclasses.field(default_factory=dict)
+    xla_tolerance: dict = dataclasses.field(default_factory=dict)
+    xla_unsupported: str = ""

@@ -23,7 +23,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import roi_ops
+from tensorflow_customops.python.ops import load_library, roi_ops
 
 # The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
 _MAX_SAMPLING_RATIO = 64
@@ -87,8 +87,9 @@ class _RoILayer(keras.layers.Layer):
         # round the box coordinates to the compute dtype.
         kwargs["autocast"] = False
         super().__init__(**kwargs)
-        # No XLA kernels: keeps compile(jit_compile="auto") off XLA.
-        self.supports_jit = False
+        # Without the XLA lowerings, this keeps compile(jit_compile="auto")
+        # off XLA instead of failing to compile.
+        self.supports_jit = load_library.xla_status()[0]
         self.output_size = roi_ops.check_size(output_size)
         self.data_format = roi_ops.check_data_format(
             keras.config.image_data_format() if data_format is None else data_format

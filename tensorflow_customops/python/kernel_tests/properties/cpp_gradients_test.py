@@ -49,16 +49,6 @@ def _bridged(op_type):
         registry[op_type] = saved
 
 
-def _tensors(case, dtype):
-    arrays = case.make_inputs(0)
-    indices = range(len(arrays)) if case.differentiable is None else case.differentiable
-    tensors = [
-        tf.constant(a, dtype if i in indices else tf.float32)
-        for i, a in enumerate(arrays)
-    ]
-    return tensors, list(indices)
-
-
 def _upstream(outputs):
     return [
         tf.constant(values.normal(11 + k, *y.shape), tf.float64)
@@ -103,7 +93,7 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(_all_cases())
     def test_bridged_equals_python_bit_for_bit(self, op, case):
         for dtype in _DTYPES:
-            tensors, indices = _tensors(case, dtype)
+            tensors, indices = case.tensors(dtype)
             python = _gradients(case, tensors, indices)
             python_graph = tf.function(
                 lambda *t, i=indices: _gradients(case, list(t), i)
@@ -121,7 +111,7 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
 
     @parameterized.named_parameters(_all_cases())
     def test_numeric_jacobians_first_and_second_order(self, op, case):
-        tensors, indices = _tensors(case, tf.float64)
+        tensors, indices = case.tensors(tf.float64)
         count = len(indices)
 
         def with_points(points):

@@ -1,0 +1,853 @@
+// XLA lowerings of the RoI ops (RoiAlign, RoiPool, PsRoiAlign, PsRoiPool) and
+// their gradients, as HLO: gathers, scatters and elementwise arithmetic, so
+// the same lowering serves every XLA backend.
+//
+// Each output bin is a loop over its samples (bilinear kinds) or pixels
+// (pooling kinds). A bin's sample count depends on the box, so the loop is an
+// HLO while loop over sample t = (iy, ix) that treats every bin at once and
+// masks the samples a bin does not have; trip count is the largest grid (or
+// bin) of the call. The arithmetic repeats the regular kernels' operations in
+// their order (roi_ops_common.h, roi_align_op.h), so forward outputs have
+// their bits; gradients add the same terms in another order.
+//
+// Data checks that the regular kernels raise (ValidateRois, the adaptive
+// grid limit, argmax range) cannot raise inside a compiled program: a box
+// that fails them gives zeros and no gradient, and an out-of-range argmax
+// entry is skipped. Attr and shape checks are the regular kernels' own
+// (roi_shape_util), at compile time.
+
+#include <cfloat>
+#include <cstdint>
+#include <vector>
+
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
+#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+#include "xla/hlo/builder/lib/arithmetic.h"
+#include "xla/hlo/builder/lib/constants.h"
+#include "xla/hlo/builder/lib/loops.h"
+#include "xla/hlo/builder/xla_builder.h"
+#include "xla/shape_util.h"
+
+namespace tensorflow {
+namespace customops {
+namespace {
+
+using roi::RoiAttrs;
+using roi::RoiKind;
+using roi::RoiShape;
+
+// Sizes and types of one call. Features are handled as a 6-D
+// [B, H, W, C_out, G_h, G_w] view of the NHWC map, where the channel read by
+// output channel c of bin (ph, pw) is (c, ph, pw) for the position-sensitive
+// ops (G = pooled size) and (c, 0, 0) for the others (G = 1).
+struct Call {
+  RoiAttrs attrs;
+  RoiShape shape;
+  xla::PrimitiveType type;  // of the features
+  xla::PrimitiveType acc;   // accumulation type, as roi::AccumulatorType
+  xla::XlaBuilder* b;
+
+  int64_t group_h() const {
+    return attrs.position_sensitive() ? attrs.pooled_height : 1;
+  }
+  int64_t group_w() const {
+    return attrs.position_sensitive() ? attrs.pooled_width : 1;
+  }
+  std::vector<int64_t> view_dims() const {
+    return {shape.batch,        shape.height, shape.width,
+            shape.out_channels, group_h(),    group_w()};
+  }
+  std::vector<int64_t> bins_dims() const {
+    return {shape.num_rois, attrs.pooled_height, attrs.pooled_width};
+  }
+  std::vector<int64_t> pooled_dims() const {
+    return {shape.num_rois, attrs.pooled_height, attrs.pooled_width,
+            shape.out_channels};
+  }
+  bool empty() const {
+    return shape.batch == 0 || shape.height == 0 || shape.width == 0 ||
+           shape.out_channels == 0 || shape.num_rois == 0;
+  }
+
+  xla::XlaOp Const(xla::PrimitiveType t, double v) const {
+    return xla::ConstantR0WithType(b, t, v);
+  }
+  xla::XlaOp A(double v) const { return Const(acc, v); }
+  xla::XlaOp I(int64_t v) const { return xla::ConstantR0<int32_t>(b, v); }
+  // Iota along `dim` of an array of `dims`.
+  xla::XlaOp Iota(xla::PrimitiveType t, std::vector<int64_t> dims,
+                  int64_t dim) const {
+    return xla::Iota(b, xla::ShapeUtil::MakeShape(t, dims), dim);
+  }
+  xla::XlaOp Zeros(xla::PrimitiveType t, absl::Span<const int64_t> dims) const {
+    return xla::Broadcast(xla::Zero(b, t), dims);
+  }
+  // A per-box [K] or per-(box, row) [K, PH] or per-(box, column) [K, PW]
+  // array broadcast to the bins [K, PH, PW].
+  xla::XlaOp PerBox(xla::XlaOp v) const {
+    return xla::BroadcastInDim(v, bins_dims(), {0});
+  }
+  xla::XlaOp PerRow(xla::XlaOp v) const {
+    return xla::BroadcastInDim(v, bins_dims(), {0, 1});
+  }
+  xla::XlaOp PerColumn(xla::XlaOp v) const {
+    return xla::BroadcastInDim(v, bins_dims(), {0, 2});
+  }
+  // A per-bin [K, PH, PW] array broadcast over the output channels.
+  xla::XlaOp PerBin(xla::XlaOp v) const {
+    return xla::BroadcastInDim(v, pooled_dims(), {0, 1, 2});
+  }
+};
+
+// x / y, where XLA may not turn the division into a multiplication by the
+// reciprocal (it does for constant divisors, and 7 * (1/3) rounds above 7/3
+// where 7/3 rounds below it), so that quotients keep the regular kernels'
+// bits and bin bounds.
+xla::XlaOp Divide(xla::XlaOp x, xla::XlaOp y) {
+  return xla::Div(x, xla::OptimizationBarrier(y));
+}
+
+absl::Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
+                      const TensorShape& features_shape,
+                      const char* features_name, Call* call) {
+  call->attrs = attrs;
+  call->b = context->builder();
+  TF_RETURN_IF_ERROR(
+      roi::GetFeatureSizes(features_shape, attrs, features_name, &call->shape));
+  TF_RETURN_IF_ERROR(roi::CheckRoisShape(context->InputShape(1), &call->shape));
+  TensorShape pooled;
+  TF_RETURN_IF_ERROR(roi::PooledShape(call->shape, attrs, &pooled));
+  return absl::OkStatus();
+}
+
+void SetTypes(xla::PrimitiveType type, Call* call) {
+  call->type = type;
+  call->acc = type == xla::F64 ? xla::F64 : xla::F32;
+}
+
+// NCHW <-> NHWC for the features and the pooled tensors.
+xla::XlaOp ToChannelsLast(const Call& c, xla::XlaOp x) {
+  return c.attrs.nchw ? xla::Transpose(x, {0, 2, 3, 1}) : x;
+}
+xla::XlaOp ToDataFormat(const Call& c, xla::XlaOp x) {
+  return c.attrs.nchw ? xla::Transpose(x, {0, 3, 1, 2}) : x;
+}
+
+// The boxes, one [K] array per column, with `ok` (which boxes pass the
+// regular kernels' ValidateRois) and their batch indices (0 where not ok).
+struct Boxes {
+  std::vector<xla::XlaOp> column;  // float
+  xla::XlaOp ok;
+  xla::XlaOp batch;  // int32
+};
+
+Boxes ReadBoxes(const Call& c, xla::XlaOp rois) {
+  Boxes boxes;
+  const int64_t k = c.shape.num_rois;
+  xla::XlaOp ok = xla::Broadcast(xla::ConstantR0<bool>(c.b, true), {k});
+  for (int i = 0; i < 5; ++i) {
+    const xla::XlaOp column =
+        xla::Reshape(xla::Slice(rois, {0, i}, {k, i + 1}, {1, 1}), {k});
+    boxes.column.push_back(column);
+    ok = xla::And(ok, xla::IsFinite(column));
+    if (i > 0) {
+      const xla::XlaOp scaled =
+          xla::Mul(xla::ConvertElementType(column, xla::F64),
+                   c.Const(xla::F64, c.attrs.spatial_scale));
+      ok = xla::And(ok, xla::Le(xla::Abs(scaled),
+                                c.Const(xla::F64, roi::kMaxScaledCoordinate)));
+    }
+  }
+  const xla::XlaOp index = boxes.column[0];
+  ok = xla::And(ok, xla::Eq(index, xla::Floor(index)));
+  ok = xla::And(ok, xla::Ge(index, c.Const(xla::F32, 0)));
+  ok = xla::And(ok, xla::Lt(index, c.Const(xla::F32, c.shape.batch)));
+  boxes.ok = ok;
+  boxes.batch = xla::ConvertElementType(
+      xla::Select(ok, index, xla::ZerosLike(index)), xla::S32);
+  return boxes;
+}
+
+// The largest of the int32 `values` where `mask` holds, or 0.
+xla::XlaOp MaskedMax(const Call& c, xla::XlaOp values, xla::XlaOp mask) {
+  return xla::ReduceAll(xla::Select(mask, values, xla::ZerosLike(values)),
+                        c.I(0), xla::CreateScalarMaxComputation(xla::S32, c.b));
+}
+
+// Gathers features[b, y, x, :, gy, gx] for every bin: index arrays are
+// int32 [K, PH, PW]; the result is [K, PH, PW, C_out].
+xla::XlaOp GatherBins(const Call& c, xla::XlaOp features,
+                      const std::vector<xla::XlaOp>& index) {
+  std::vector<xla::XlaOp> parts;
+  for (const xla::XlaOp& i : index) {
+    parts.push_back(xla::Reshape(
+        i, {c.shape.num_rois, c.attrs.pooled_height, c.attrs.pooled_width, 1}));
+  }
+  xla::GatherDimensionNumbers dims;
+  dims.add_offset_dims(3);
+  for (int64_t d : {0, 1, 2, 4, 5}) {
+    dims.add_collapsed_slice_dims(d);
+    dims.add_start_index_map(d);
+  }
+  dims.set_index_vector_dim(3);
+  return xla::Gather(features, xla::ConcatInDim(c.b, parts, 3), dims,
+                     {1, 1, 1, c.shape.out_channels, 1, 1});
+}
+
+// grad[b, y, x, :, gy, gx] += updates[k, ph, pw, :] for every bin, in bin
+// order; a bin whose y index is out of range (height) is skipped.
+xla::XlaOp ScatterAddBins(const Call& c, xla::XlaOp grad,
+                          const std::vector<xla::XlaOp>& index,
+                          xla::XlaOp updates) {
+  std::vector<xla::XlaOp> parts;
+  for (const xla::XlaOp& i : index) {
+    parts.push_back(xla::Reshape(
+        i, {c.shape.num_rois, c.attrs.pooled_height, c.attrs.pooled_width, 1}));
+  }
+  xla::ScatterDimensionNumbers dims;
+  dims.add_update_window_dims(3);
+  for (int64_t d : {0, 1, 2, 4, 5}) {
+    dims.add_inserted_window_dims(d);
+    dims.add_scatter_dims_to_operand_dims(d);
+  }
+  dims.set_index_vector_dim(3);
+  return xla::Scatter(grad, xla::ConcatInDim(c.b, parts, 3), updates,
+                      xla::CreateScalarAddComputation(c.acc, c.b), dims);
+}
+
+// The (gy, gx) index arrays of the 6-D view.
+std::vector<xla::XlaOp> GroupIndex(const Call& c) {
+  if (!c.attrs.position_sensitive()) {
+    const xla::XlaOp zero = c.Zeros(xla::S32, c.bins_dims());
+    return {zero, zero};
+  }
+  return {c.Iota(xla::S32, c.bins_dims(), 1),
+          c.Iota(xla::S32, c.bins_dims(), 2)};
+}
+
+// ---------------------------------------------------------------------------
+// Bilinear kinds.
+
+// Per-box geometry of MakeAlignBox, in the accumulation type; ok also
+// requires the adaptive grid to be within ValidateSamplingGrid's limit.
+struct AlignBoxes {
+  xla::XlaOp start_h, start_w, bin_h, bin_w;  // [K], acc
+  xla::XlaOp grid_h, grid_w;                  // [K], int32
+  xla::XlaOp count;                           // [K], acc: SampleCount
+  xla::XlaOp ok, batch;
+};
+
+AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
+  const RoiAttrs& a = c.attrs;
+  const auto col = [&](int i) {
+    return xla::ConvertElementType(boxes.column[i], c.acc);
+  };
+  const xla::XlaOp offset = c.A(a.aligned ? 0.5 : 0);
+  const xla::XlaOp scale = c.A(a.spatial_scale);
+  AlignBoxes box;
+  box.start_w = xla::Sub(xla::Mul(col(1), scale), offset);
+  box.start_h = xla::Sub(xla::Mul(col(2), scale), offset);
+  xla::XlaOp roi_w =
+      xla::Sub(xla::Sub(xla::Mul(col(3), scale), offset), box.start_w);
+  xla::XlaOp roi_h =
+      xla::Sub(xla::Sub(xla::Mul(col(4), scale), offset), box.start_h);
+  if (!a.position_sensitive() && !a.aligned) {
+    roi_w = xla::Select(xla::Gt(roi_w, c.A(1)), roi_w, c.A(1));
+    roi_h = xla::Select(xla::Gt(roi_h, c.A(1)), roi_h, c.A(1));
+  }
+  box.bin_h = Divide(roi_h, c.A(a.pooled_height));
+  box.bin_w = Divide(roi_w, c.A(a.pooled_width));
+  xla::XlaOp ok = boxes.ok;
+  const int64_t k = c.shape.num_rois;
+  if (a.sampling_ratio > 0) {
+    box.grid_h = xla::Broadcast(c.I(a.sampling_ratio), {k});
+    box.grid_w = box.grid_h;
+  } else {
+    // AdaptiveGrid: the ceiling, clamped (NaN included) before conversion.
+    const xla::XlaOp limit = c.A(roi::kMaxSamplesPerBin + 1);
+    const auto grid = [&](xla::XlaOp bin) {
+      const xla::XlaOp g = xla::Ceil(bin);
+      return xla::ConvertElementType(xla::Select(xla::Lt(g, limit), g, limit),
+                                     xla::S32);
+    };
+    box.grid_h = grid(box.bin_h);
+    box.grid_w = grid(box.bin_w);
+    const xla::XlaOp max_samples = c.I(roi::kMaxSamplesPerBin);
+    const xla::XlaOp samples =
+        xla::Mul(xla::Max(box.grid_h, c.I(0)), xla::Max(box.grid_w, c.I(0)));
+    ok = xla::And(ok, xla::Le(box.grid_h, max_samples));
+    ok = xla::And(ok, xla::Le(box.grid_w, max_samples));
+    ok = xla::And(ok, xla::Le(samples, max_samples));
+  }
+  const xla::XlaOp count = xla::Mul(box.grid_h, box.grid_w);
+  box.count = xla::ConvertElementType(xla::Max(count, c.I(1)), c.acc);
+  box.ok = ok;
+  box.batch = boxes.batch;
+  return box;
+}
+
+// Bilinear's clamping along one axis of `size` pixels, for sample positions
+// `p`: whether the position is on the map, the two pixel indices and their
+// weights (high side l, low side h).
+struct AxisSample {
+  xla::XlaOp valid, low, high, l, h;
+};
+
+AxisSample Axis(const Call& c, xla::XlaOp p, int64_t size) {
+  AxisSample s;
+  s.valid = xla::Not(xla::Or(xla::Lt(p, c.A(-1)), xla::Gt(p, c.A(size))));
+  p = xla::Select(xla::Le(p, c.A(0)), xla::ZerosLike(p), p);
+  const xla::XlaOp last = c.A(size - 1);
+  const xla::XlaOp at_end = xla::Ge(p, last);
+  p = xla::Select(at_end, xla::Add(xla::ZerosLike(p), last), p);
+  // Invalid (or NaN) positions get index 0; their samples are dropped.
+  s.low = xla::ConvertElementType(xla::Select(s.valid, p, xla::ZerosLike(p)),
+                                  xla::S32);
+  s.high = xla::Select(at_end, s.low, xla::Add(s.low, c.I(1)));
+  s.l = xla::Sub(p, xla::ConvertElementType(s.low, c.acc));
+  s.h = xla::Sub(c.A(1), s.l);
+  return s;
+}
+
+// Sample (iy, ix) of every bin: its corner indices and weights and whether
+// the bin has it and it lands on the map ([K, PH, PW]).
+struct Samples {
+  xla::XlaOp valid;
+  std::vector<xla::XlaOp> y, x;  // corner j: (y[j], x[j])
+  std::vector<xla::XlaOp> weight;
+};
+
+// SamplePoint along one axis for the bins of every box: [K, bins].
+xla::XlaOp SamplePoints(const Call& c, xla::XlaOp start, xla::XlaOp bin_size,
+                        xla::XlaOp grid, xla::XlaOp i, int64_t bins) {
+  const std::vector<int64_t> dims = {c.shape.num_rois, bins};
+  const auto per_box = [&](xla::XlaOp v) {
+    return xla::BroadcastInDim(v, dims, {0});
+  };
+  const xla::XlaOp bin = c.Iota(c.acc, dims, 1);
+  const xla::XlaOp offset =
+      Divide(xla::Mul(xla::Add(xla::ConvertElementType(i, c.acc), c.A(0.5)),
+                      per_box(bin_size)),
+             per_box(xla::ConvertElementType(grid, c.acc)));
+  return xla::Add(xla::Add(per_box(start), xla::Mul(bin, per_box(bin_size))),
+                  offset);
+}
+
+Samples SampleBins(const Call& c, const std::vector<xla::XlaOp>& box,
+                   xla::XlaOp iy, xla::XlaOp ix) {
+  // box: start_h, start_w, bin_h, bin_w, grid_h, grid_w, ok.
+  const int64_t ph = c.attrs.pooled_height, pw = c.attrs.pooled_width;
+  const AxisSample y =
+      Axis(c, SamplePoints(c, box[0], box[2], box[4], iy, ph), c.shape.height);
+  const AxisSample x =
+      Axis(c, SamplePoints(c, box[1], box[3], box[5], ix, pw), c.shape.width);
+  Samples s;
+  s.valid = xla::And(c.PerBox(xla::And(box[6], xla::And(xla::Lt(iy, box[4]),
+                                                        xla::Lt(ix, box[5])))),
+                     xla::And(c.PerRow(y.valid), c.PerColumn(x.valid)));
+  const xla::XlaOp y_low = c.PerRow(y.low), y_high = c.PerRow(y.high);
+  const xla::XlaOp x_low = c.PerColumn(x.low), x_high = c.PerColumn(x.high);
+  s.y = {y_low, y_low, y_high, y_high};
+  s.x = {x_low, x_high, x_low, x_high};
+  const xla::XlaOp ly = c.PerRow(y.l), hy = c.PerRow(y.h);
+  const xla::XlaOp lx = c.PerColumn(x.l), hx = c.PerColumn(x.h);
+  s.weight = {xla::Mul(hy, hx), xla::Mul(hy, lx), xla::Mul(ly, hx),
+              xla::Mul(ly, lx)};
+  return s;
+}
+
+// Runs body(inner, iy, ix, values) over the samples t = iy * steps_w + ix of
+// every grid, t < steps_h * steps_w, and returns the final `values`; body
+// returns the new ones, building with `inner` (c on the loop body's builder).
+// The loop state is {t, steps_w, steps} followed by `values`.
+template <typename Body>
+absl::StatusOr<std::vector<xla::XlaOp>> SampleLoop(
+    const Call& c, xla::XlaOp steps_h, xla::XlaOp steps_w,
+    std::vector<xla::XlaOp> values, const char* name, Body body) {
+  values.insert(values.begin(), {c.I(0), steps_w, xla::Mul(steps_h, steps_w)});
+  TF_ASSIGN_OR_RETURN(
+      std::vector<xla::XlaOp> result,
+      xla::WhileLoopHelper(
+          [](absl::Span<const xla::XlaOp> v, xla::XlaBuilder*)
+              -> absl::StatusOr<xla::XlaOp> { return xla::Lt(v[0], v[2]); },
+          [&](absl::Span<const xla::XlaOp> v, xla::XlaBuilder* builder)
+              -> absl::StatusOr<std::vector<xla::XlaOp>> {
+            const xla::XlaOp iy = xla::Div(v[0], v[1]);
+            const xla::XlaOp ix = xla::Rem(v[0], v[1]);
+            std::vector<xla::XlaOp> state(v.begin() + 3, v.end());
+            Call inner = c;
+            inner.b = builder;
+            std::vector<xla::XlaOp> next = body(inner, iy, ix, state);
+            next.insert(next.begin(),
+                        {xla::Add(v[0], xla::ConstantR0<int32_t>(builder, 1)),
+                         v[1], v[2]});
+            return next;
+          },
+          values, name, c.b));
+  result.erase(result.begin(), result.begin() + 3);
+  return result;
+}
+
+std::vector<xla::XlaOp> BoxState(const AlignBoxes& box) {
+  return {box.start_h, box.start_w, box.bin_h, box.bin_w,
+          box.grid_h,  box.grid_w,  box.ok,    box.batch};
+}
+constexpr int kBoxStateSize = 8;
+
+class RoiAlignOp : public XlaOpKernel {
+ public:
+  RoiAlignOp(OpKernelConstruction* context, RoiKind kind)
+      : XlaOpKernel(context) {
+    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+  }
+
+  void Compile(XlaOpKernelContext* context) override {
+    Call c;
+    OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
+                                     "features", &c));
+    SetTypes(context->input_xla_type(0), &c);
+    if (c.empty()) {
+      context->SetOutput(0, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims())));
+      return;
+    }
+    const xla::XlaOp features = xla::Reshape(
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        c.view_dims());
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(1)));
+    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.pooled_dims()), features};
+    const std::vector<xla::XlaOp> box_state = BoxState(box);
+    state.insert(state.end(), box_state.begin(), box_state.end());
+    auto result = SampleLoop(
+        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
+        state, "roi_align_samples",
+        [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+            std::vector<xla::XlaOp> v) {
+          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
+          const std::vector<xla::XlaOp> b(v.begin() + 2,
+                                          v.begin() + 2 + kBoxStateSize);
+          const Samples s = SampleBins(cb, b, iy, ix);
+          const xla::XlaOp batch = cb.PerBox(b[7]);
+          xla::XlaOp sum;
+          for (int j = 0; j < 4; ++j) {
+            const xla::XlaOp value = GatherBins(
+                cb, v[1], {batch, s.y[j], s.x[j], groups[0], groups[1]});
+            const xla::XlaOp term = xla::Mul(cb.PerBin(s.weight[j]), value);
+            sum = j == 0 ? term : xla::Add(sum, term);
+          }
+          v[0] = xla::Select(cb.PerBin(s.valid), xla::Add(v[0], sum), v[0]);
+          return v;
+        });
+    OP_REQUIRES_OK(context, result.status());
+    const xla::XlaOp count =
+        xla::BroadcastInDim(box.count, c.pooled_dims(), {0});
+    context->SetOutput(
+        0, ToDataFormat(c, xla::ConvertElementType(Divide((*result)[0], count),
+                                                   c.type)));
+  }
+
+ private:
+  RoiAttrs attrs_;
+};
+
+class RoiAlignGradOp : public XlaOpKernel {
+ public:
+  RoiAlignGradOp(OpKernelConstruction* context, RoiKind kind)
+      : XlaOpKernel(context) {
+    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+  }
+
+  void Compile(XlaOpKernelContext* context) override {
+    Call c;
+    TensorShape features_shape;
+    OP_REQUIRES_OK(context, ReadFeaturesShape(context, &features_shape));
+    OP_REQUIRES_OK(context, MakeCall(context, attrs_, features_shape,
+                                     "features_shape", &c));
+    OP_REQUIRES_OK(context,
+                   roi::CheckPooledGradShape(context->InputShape(0), c.shape,
+                                             attrs_, "grads"));
+    SetTypes(context->input_xla_type(0), &c);
+    if (c.empty()) {
+      context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
+      return;
+    }
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(1)));
+    const xla::XlaOp grads = Divide(
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
+    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.view_dims()), grads};
+    const std::vector<xla::XlaOp> box_state = BoxState(box);
+    state.insert(state.end(), box_state.begin(), box_state.end());
+    auto result = SampleLoop(
+        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
+        state, "roi_align_grad_samples",
+        [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+            std::vector<xla::XlaOp> v) {
+          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
+          const std::vector<xla::XlaOp> b(v.begin() + 2,
+                                          v.begin() + 2 + kBoxStateSize);
+          const Samples s = SampleBins(cb, b, iy, ix);
+          const xla::XlaOp batch = cb.PerBox(b[7]);
+          const xla::XlaOp valid = cb.PerBin(s.valid);
+          for (int j = 0; j < 4; ++j) {
+            const xla::XlaOp y = xla::Select(
+                s.valid, s.y[j],
+                xla::Broadcast(cb.I(cb.shape.height), cb.bins_dims()));
+            const xla::XlaOp update =
+                xla::Select(valid, xla::Mul(v[1], cb.PerBin(s.weight[j])),
+                            xla::ZerosLike(v[1]));
+            v[0] = ScatterAddBins(
+                cb, v[0], {batch, y, s.x[j], groups[0], groups[1]}, update);
+          }
+          return v;
+        });
+    OP_REQUIRES_OK(context, result.status());
+    const xla::XlaOp grad = xla::Reshape(
+        xla::ConvertElementType((*result)[0], c.type),
+        {c.shape.batch, c.shape.height, c.shape.width, c.shape.channels});
+    context->SetOutput(0, ToDataFormat(c, grad));
+  }
+
+  // The gradient ops' features_shape input, a compile-time constant.
+  static absl::Status ReadFeaturesShape(XlaOpKernelContext* context,
+                                        TensorShape* shape) {
+    const int index = context->num_inputs() - 1;
+    std::vector<int64_t> values;
+    TF_RETURN_IF_ERROR(context->ConstantInputAsIntVector(index, &values));
+    return roi::FeaturesShapeFromValues(context->InputShape(index), values,
+                                        shape);
+  }
+
+ private:
+  RoiAttrs attrs_;
+};
+
+// ---------------------------------------------------------------------------
+// Pooling kinds.
+
+// Bins of PoolBin along one axis for every box: [K, bins] int32 [lo, hi).
+struct PoolRanges {
+  xla::XlaOp lo, hi;
+};
+
+PoolRanges MakePoolRanges(const Call& c, const Boxes& boxes, int start_column,
+                          int bins, int64_t size) {
+  const bool ps = c.attrs.position_sensitive();
+  const int64_t k = c.shape.num_rois;
+  const auto rounded = [&](int column) {
+    // Non-finite or huge coordinates are replaced (their boxes are not ok),
+    // so that the conversion is defined.
+    const xla::XlaOp v = xla::Select(boxes.ok, boxes.column[column],
+                                     xla::ZerosLike(boxes.column[column]));
+    return xla::ConvertElementType(
+        xla::Round(xla::Mul(xla::ConvertElementType(v, c.acc),
+                            c.A(c.attrs.spatial_scale))),
+        xla::S64);
+  };
+  const xla::XlaOp start = rounded(start_column);
+  const xla::XlaOp end = rounded(start_column + 2);
+  xla::XlaOp extent = xla::Sub(end, start);
+  if (!ps) extent = xla::Add(extent, xla::ConstantR0<int64_t>(c.b, 1));
+  extent = xla::Max(extent, xla::ConstantR0<int64_t>(c.b, 1));
+  const std::vector<int64_t> dims = {k, bins};
+  const auto per_box = [&](xla::XlaOp v) {
+    return xla::BroadcastInDim(v, dims, {0});
+  };
+  const xla::XlaOp bin_size =
+      per_box(Divide(xla::ConvertElementType(extent, c.acc), c.A(bins)));
+  const xla::XlaOp bin = c.Iota(c.acc, dims, 1);
+  xla::XlaOp lo = xla::Add(
+      xla::ConvertElementType(xla::Floor(xla::Mul(bin, bin_size)), xla::S64),
+      per_box(start));
+  xla::XlaOp hi = xla::Add(
+      xla::ConvertElementType(
+          xla::Ceil(xla::Mul(xla::Add(bin, c.A(1)), bin_size)), xla::S64),
+      per_box(start));
+  const xla::XlaOp zero = xla::ConstantR0<int64_t>(c.b, 0);
+  const xla::XlaOp limit = xla::ConstantR0<int64_t>(c.b, ps ? size - 1 : size);
+  return {xla::ConvertElementType(xla::Clamp(zero, lo, limit), xla::S32),
+          xla::ConvertElementType(xla::Clamp(zero, hi, limit), xla::S32)};
+}
+
+// Pixel (dy, dx) of every bin: its position and whether the bin has it.
+struct Pixels {
+  xla::XlaOp valid, y, x;  // [K, PH, PW]
+};
+
+// pool: h_lo, h_hi, w_lo, w_hi, ok.
+Pixels BinPixels(const Call& c, const std::vector<xla::XlaOp>& pool,
+                 xla::XlaOp dy, xla::XlaOp dx) {
+  Pixels p;
+  const xla::XlaOp y = xla::Add(pool[0], dy);
+  const xla::XlaOp x = xla::Add(pool[2], dx);
+  p.valid =
+      xla::And(c.PerBox(pool[4]), xla::And(c.PerRow(xla::Lt(y, pool[1])),
+                                           c.PerColumn(xla::Lt(x, pool[3]))));
+  p.y = c.PerRow(y);
+  p.x = c.PerColumn(x);
+  return p;
+}
+
+struct PoolBoxes {
+  PoolRanges h, w;
+  xla::XlaOp ok, batch;
+  xla::XlaOp empty;  // [K, PH, PW]: the bin has no pixel, or the box not ok
+  xla::XlaOp area;   // [K, PH, PW], acc
+};
+
+PoolBoxes MakePoolBoxes(const Call& c, xla::XlaOp rois) {
+  const Boxes boxes = ReadBoxes(c, rois);
+  PoolBoxes p;
+  p.h = MakePoolRanges(c, boxes, 2, c.attrs.pooled_height, c.shape.height);
+  p.w = MakePoolRanges(c, boxes, 1, c.attrs.pooled_width, c.shape.width);
+  p.ok = boxes.ok;
+  p.batch = boxes.batch;
+  const xla::XlaOp rows = c.PerRow(xla::Sub(p.h.hi, p.h.lo));
+  const xla::XlaOp columns = c.PerColumn(xla::Sub(p.w.hi, p.w.lo));
+  p.empty = xla::Or(xla::Not(c.PerBox(p.ok)),
+                    xla::Or(xla::Le(rows, c.I(0)), xla::Le(columns, c.I(0))));
+  p.area = xla::ConvertElementType(
+      xla::Mul(xla::ConvertElementType(rows, xla::S64),
+               xla::ConvertElementType(columns, xla::S64)),
+      c.acc);
+  return p;
+}
+
+std::vector<xla::XlaOp> PoolState(const PoolBoxes& p) {
+  return {p.h.lo, p.h.hi, p.w.lo, p.w.hi, p.ok, p.batch};
+}
+constexpr int kPoolStateSize = 6;
+
+// The loop bounds: the most rows and columns of any bin.
+xla::XlaOp MaxExtent(const Call& c, const PoolRanges& r, xla::XlaOp ok,
+                     int64_t bins) {
+  return MaskedMax(c, xla::Sub(r.hi, r.lo),
+                   xla::BroadcastInDim(ok, {c.shape.num_rois, bins}, {0}));
+}
+
+class RoiPoolOp : public XlaOpKernel {
+ public:
+  RoiPoolOp(OpKernelConstruction* context, RoiKind kind)
+      : XlaOpKernel(context) {
+    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+  }
+
+  void Compile(XlaOpKernelContext* context) override {
+    Call c;
+    OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
+                                     "features", &c));
+    SetTypes(context->input_xla_type(0), &c);
+    const bool ps = attrs_.position_sensitive();
+    if (c.empty()) {
+      context->SetOutput(0, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims())));
+      if (!ps) {
+        context->SetOutput(
+            1, ToDataFormat(c, xla::Broadcast(c.I(-1), c.pooled_dims())));
+      }
+      return;
+    }
+    const xla::XlaOp features = xla::Reshape(
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        c.view_dims());
+    const PoolBoxes p = MakePoolBoxes(c, context->Input(1));
+    const xla::XlaOp empty = c.PerBin(p.empty);
+    // RoiPool: the running maximum starts at -FLT_MAX (0 for an empty bin)
+    // and a strictly greater value replaces it. PsRoiPool: a sum.
+    const xla::XlaOp init =
+        ps ? c.Zeros(c.acc, c.pooled_dims())
+           : xla::Select(empty, c.Zeros(c.acc, c.pooled_dims()),
+                         xla::Broadcast(c.A(-FLT_MAX), c.pooled_dims()));
+    std::vector<xla::XlaOp> state = {
+        init, xla::Broadcast(c.I(-1), c.pooled_dims()), features};
+    const std::vector<xla::XlaOp> pool_state = PoolState(p);
+    state.insert(state.end(), pool_state.begin(), pool_state.end());
+    const int64_t width = c.shape.width;
+    auto result = SampleLoop(
+        c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
+        MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), state,
+        ps ? "ps_roi_pool_pixels" : "roi_pool_pixels",
+        [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
+            std::vector<xla::XlaOp> v) {
+          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
+          const std::vector<xla::XlaOp> b(v.begin() + 3,
+                                          v.begin() + 3 + kPoolStateSize);
+          const Pixels px = BinPixels(cb, b, dy, dx);
+          const xla::XlaOp value = GatherBins(
+              cb, v[2], {cb.PerBox(b[5]), px.y, px.x, groups[0], groups[1]});
+          const xla::XlaOp valid = cb.PerBin(px.valid);
+          if (ps) {
+            v[0] = xla::Select(valid, xla::Add(v[0], value), v[0]);
+          } else {
+            const xla::XlaOp better = xla::And(valid, xla::Gt(value, v[0]));
+            const xla::XlaOp index =
+                cb.PerBin(xla::Add(xla::Mul(px.y, cb.I(width)), px.x));
+            v[0] = xla::Select(better, value, v[0]);
+            v[1] = xla::Select(better, index, v[1]);
+          }
+          return v;
+        });
+    OP_REQUIRES_OK(context, result.status());
+    xla::XlaOp pooled = (*result)[0];
+    if (ps) {
+      pooled = xla::Select(empty, xla::ZerosLike(pooled),
+                           Divide(pooled, c.PerBin(p.area)));
+    }
+    context->SetOutput(
+        0, ToDataFormat(c, xla::ConvertElementType(pooled, c.type)));
+    if (!ps) context->SetOutput(1, ToDataFormat(c, (*result)[1]));
+  }
+
+ private:
+  RoiAttrs attrs_;
+};
+
+class RoiPoolGradOp : public XlaOpKernel {
+ public:
+  RoiPoolGradOp(OpKernelConstruction* context, RoiKind kind)
+      : XlaOpKernel(context) {
+    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+  }
+
+  void Compile(XlaOpKernelContext* context) override {
+    Call c;
+    TensorShape features_shape;
+    OP_REQUIRES_OK(context,
+                   RoiAlignGradOp::ReadFeaturesShape(context, &features_shape));
+    OP_REQUIRES_OK(context, MakeCall(context, attrs_, features_shape,
+                                     "features_shape", &c));
+    const TensorShape grads_shape = context->InputShape(0);
+    OP_REQUIRES_OK(context, roi::CheckPooledGradShape(grads_shape, c.shape,
+                                                      attrs_, "grads"));
+    const bool ps = attrs_.position_sensitive();
+    if (!ps) {
+      OP_REQUIRES(context, context->InputShape(2) == grads_shape,
+                  errors::InvalidArgument(
+                      "argmax must have shape ", grads_shape.DebugString(),
+                      ", got ", context->InputShape(2).DebugString()));
+    }
+    SetTypes(context->input_xla_type(0), &c);
+    if (c.empty()) {
+      context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
+      return;
+    }
+    const PoolBoxes p = MakePoolBoxes(c, context->Input(1));
+    xla::XlaOp grads =
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc);
+    xla::XlaOp grad =
+        ps ? PsGrad(c, p, grads)
+           : Grad(c, p, grads, ToChannelsLast(c, context->Input(2)));
+    grad = xla::Reshape(
+        xla::ConvertElementType(grad, c.type),
+        {c.shape.batch, c.shape.height, c.shape.width, c.shape.channels});
+    context->SetOutput(0, ToDataFormat(c, grad));
+  }
+
+ private:
+  // RoiPoolGrad: grad[b, argmax / W, argmax % W, c] += grads, one scalar per
+  // output element, in output order; entries that are not a pixel (-1 for
+  // empty bins) or belong to a box that is not ok are skipped.
+  static xla::XlaOp Grad(const Call& c, const PoolBoxes& p, xla::XlaOp grads,
+                         xla::XlaOp argmax) {
+    const std::vector<int64_t> dims = c.pooled_dims();
+    const int64_t width = c.shape.width;
+    const xla::XlaOp valid =
+        xla::And(xla::BroadcastInDim(p.ok, dims, {0}),
+                 xla::And(xla::Ge(argmax, c.I(0)),
+                          xla::Lt(argmax, c.I(c.shape.height * width))));
+    const xla::XlaOp y = xla::Select(valid, xla::Div(argmax, c.I(width)),
+                                     xla::Broadcast(c.I(c.shape.height), dims));
+    const xla::XlaOp x = xla::Rem(xla::Max(argmax, c.I(0)), c.I(width));
+    std::vector<xla::XlaOp> parts;
+    for (const xla::XlaOp& i : {xla::BroadcastInDim(p.batch, dims, {0}), y, x,
+                                c.Iota(xla::S32, dims, 3)}) {
+      std::vector<int64_t> with_vector = dims;
+      with_vector.push_back(1);
+      parts.push_back(xla::Reshape(i, with_vector));
+    }
+    xla::ScatterDimensionNumbers numbers;
+    for (int64_t d = 0; d < 4; ++d) {
+      numbers.add_inserted_window_dims(d);
+      numbers.add_scatter_dims_to_operand_dims(d);
+    }
+    numbers.set_index_vector_dim(4);
+    const std::vector<int64_t> grad_dims = {c.shape.batch, c.shape.height,
+                                            c.shape.width, c.shape.channels};
+    return xla::Scatter(c.Zeros(c.acc, grad_dims),
+                        xla::ConcatInDim(c.b, parts, 4),
+                        xla::Select(valid, grads, xla::ZerosLike(grads)),
+                        xla::CreateScalarAddComputation(c.acc, c.b), numbers);
+  }
+
+  // PsRoiPoolGrad: each pixel of a bin gets grads / area, pixel by pixel.
+  static xla::XlaOp PsGrad(const Call& c, const PoolBoxes& p,
+                           xla::XlaOp grads) {
+    const xla::XlaOp g = xla::Select(c.PerBin(p.empty), xla::ZerosLike(grads),
+                                     Divide(grads, c.PerBin(p.area)));
+    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.view_dims()), g};
+    const std::vector<xla::XlaOp> pool_state = PoolState(p);
+    state.insert(state.end(), pool_state.begin(), pool_state.end());
+    auto result = SampleLoop(
+        c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
+        MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), state,
+        "ps_roi_pool_grad_pixels",
+        [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
+            std::vector<xla::XlaOp> v) {
+          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
+          const std::vector<xla::XlaOp> b(v.begin() + 2,
+                                          v.begin() + 2 + kPoolStateSize);
+          const Pixels px = BinPixels(cb, b, dy, dx);
+          const xla::XlaOp y = xla::Select(
+              px.valid, px.y,
+              xla::Broadcast(cb.I(cb.shape.height), cb.bins_dims()));
+          const xla::XlaOp update =
+              xla::Select(cb.PerBin(px.valid), v[1], xla::ZerosLike(v[1]));
+          v[0] = ScatterAddBins(
+              cb, v[0], {cb.PerBox(b[5]), y, px.x, groups[0], groups[1]},
+              update);
+          return v;
+        });
+    if (!result.ok()) {
+      c.b->ReportError(result.status());
+      return c.Zeros(c.acc, c.view_dims());
+    }
+    return (*result)[0];
+  }
+
+  RoiAttrs attrs_;
+};
+
+// One class per op, as the registration needs a constructor of one argument.
+template <typename Op, RoiKind kKind>
+class Lowering : public Op {
+ public:
+  explicit Lowering(OpKernelConstruction* context) : Op(context, kKind) {}
+};
+
+using RoiAlignLowering = Lowering<RoiAlignOp, RoiKind::kAlign>;
+using PsRoiAlignLowering = Lowering<RoiAlignOp, RoiKind::kPsAlign>;
+using RoiPoolLowering = Lowering<RoiPoolOp, RoiKind::kPool>;
+using PsRoiPoolLowering = Lowering<RoiPoolOp, RoiKind::kPsPool>;
+using RoiAlignGradLowering = Lowering<RoiAlignGradOp, RoiKind::kAlign>;
+using PsRoiAlignGradLowering = Lowering<RoiAlignGradOp, RoiKind::kPsAlign>;
+using RoiPoolGradLowering = Lowering<RoiPoolGradOp, RoiKind::kPool>;
+using PsRoiPoolGradLowering = Lowering<RoiPoolGradOp, RoiKind::kPsPool>;
+
+TFCO_REGISTER_XLA_OP("CustomOps>RoiAlign", RoiAlignLowering);
+TFCO_REGISTER_XLA_OP("CustomOps>PsRoiAlign", PsRoiAlignLowering);
+TFCO_REGISTER_XLA_OP("CustomOps>RoiPool", RoiPoolLowering);
+TFCO_REGISTER_XLA_OP("CustomOps>PsRoiPool", PsRoiPoolLowering);
+TFCO_REGISTER_XLA_OP("CustomOps>RoiAlignGrad", RoiAlignGradLowering,
+                     .CompileTimeConstantInput("features_shape"));
+TFCO_REGISTER_XLA_OP("CustomOps>PsRoiAlignGrad", PsRoiAlignGradLowering,
+                     .CompileTimeConstantInput("features_shape"));
+TFCO_REGISTER_XLA_OP("CustomOps>RoiPoolGrad", RoiPoolGradLowering,
+                     .CompileTimeConstantInput("features_shape"));
+TFCO_REGISTER_XLA_OP("CustomOps>PsRoiPoolGrad", PsRoiPoolGradLowering,
+                     .CompileTimeConstantInput("features_shape"));
+
+}  // namespace
+}  // namespace customops
+}  // namespace tensorflow

@@ -1,0 +1,189 @@
+"""XLA for every op of the library (read from its OpList): each has a lowering,
+and the registry's gradient cases, forward and gradient, compile under
+jit_compile=True and match eager on CPU for every dtype and layout, bit for
+bit or within the tolerance its registry entry states; with unknown input
+shapes too; an op that cannot be lowered by design fails at compile time with
+its reason; and the lowerings load in either order with a jit compilation."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+from tensorflow.python.framework import kernels
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python import registry as op_registry
+from tensorflow_customops.python.ops import load_library
+
+_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+
+
+def _has_xla_kernel(op):
+    return any(
+        k.device_type == "XLA_CPU_JIT"
+        for k in kernels.get_registered_kernels_for_op(op).kernel
+    )
+
+
+def _cases(supported):
+    return [
+        dict(testcase_name=f"{op.split('>')[1]}_{case.name}", op=op, case=case)
+        for op, entry in sorted(op_registry.entries().items())
+        if bool(entry.xla_unsupported) != supported
+        for case in entry.gradient_cases()
+    ]
+
+
+def _float_outputs(outputs):
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return [y for y in outputs if y.dtype.is_floating]
+
+
+def _forward_and_gradient(case, weights):
+    """(outputs, gradients) of sum(output * weight): the gradient of that loss
+    with respect to each output is its weight exactly, under XLA too, so the
+    gradients compared are the op's own."""
+
+    def run(*tensors):
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            outputs = _float_outputs(case.forward(*tensors))
+            loss = tf.add_n(
+                [
+                    tf.reduce_sum(y * tf.cast(w, y.dtype))
+                    for y, w in zip(outputs, weights)
+                ]
+            )
+        return outputs, tape.gradient(loss, list(tensors))
+
+    return run
+
+
+def _weights(case, dtype):
+    tensors, _ = case.tensors(dtype)
+    rng = np.random.default_rng(7)
+    return [
+        rng.standard_normal(y.shape) for y in _float_outputs(case.forward(*tensors))
+    ]
+
+
+class XlaTest(parameterized.TestCase, tf.test.TestCase):
+    def setUp(self):
+        super().setUp()
+        available, reason = load_library.xla_status()
+        if not tfco.build_info()["xla"] and "noxla" in reason:
+            self.skipTest(reason)
+        self.assertTrue(available, reason)
+
+    def test_every_op_has_a_lowering(self):
+        # XLA registers its kernels at the first compilation.
+        tf.function(lambda x: x + 1, jit_compile=True)(tf.ones([1]))
+        missing = [
+            op.name for op in load_library.op_list().op if not _has_xla_kernel(op.name)
+        ]
+        self.assertEqual(
+            missing,
+            [],
+            "ops without an XLA lowering: add one in "
+            "tensorflow_customops/compiler/tf2xla/kernels/<family>_op.cc "
+            "(see CONTRIBUTING.md)",
+        )
+
+    def test_every_op_is_compiled_by_a_case(self):
+        compiled = set()
+        for params in _cases(supported=True):
+            case = params["case"]
+            tensors, _ = case.tensors(tf.float32)
+            weights = _weights(case, tf.float32)
+            graph = (
+                tf.function(_forward_and_gradient(case, weights), jit_compile=True)
+                .get_concrete_function(*tensors)
+                .graph
+            )
+            compiled.update(op.type for op in graph.get_operations())
+        entries = op_registry.entries()
+        missing = [
+            op
+            for op in op_registry.registered_ops()
+            if op not in compiled and not entries[op].xla_unsupported
+        ]
+        self.assertEqual(
+            missing,
+            [],
+            "ops that no registry gradient case runs under XLA: give their "
+            "forward op a gradient case in tensorflow_customops/python/registry",
+        )
+
+    @parameterized.named_parameters(*_cases(supported=True))
+    def test_matches_eager(self, op, case):
+        tolerance = op_registry.entries()[op].xla_tolerance
+        for dtype in _DTYPES:
+            with self.subTest(dtype=dtype.name):
+                tensors, indices = case.tensors(dtype)
+                weights = _weights(case, dtype)
+                run = _forward_and_gradient(case, weights)
+                eager = run(*tensors)
+                jit = tf.function(run, jit_compile=True)(*tensors)
+                expected = eager[0] + [eager[1][i] for i in indices]
+                got = jit[0] + [jit[1][i] for i in indices]
+                for want, have in zip(expected, got):
+                    if dtype.name in tolerance:
+                        rtol, atol = tolerance[dtype.name][:2]
+                        self.assertAllClose(want, have, rtol=rtol, atol=atol)
+                    else:
+                        self.assertAllEqual(want, have)
+
+    @parameterized.named_parameters(*_cases(supported=True))
+    def test_unknown_shapes(self, op, case):
+        tensors, _ = case.tensors(tf.float32)
+        weights = _weights(case, tf.float32)
+        run = _forward_and_gradient(case, weights)
+        signature = [tf.TensorSpec([None] * t.shape.rank, t.dtype) for t in tensors]
+        jit = tf.function(run, jit_compile=True, input_signature=signature)
+        tolerance = op_registry.entries()[op].xla_tolerance.get("float32", (0, 0))
+        for want, have in zip(
+            tf.nest.flatten(run(*tensors)), tf.nest.flatten(jit(*tensors))
+        ):
+            if have is not None:
+                self.assertAllClose(want, have, rtol=tolerance[0], atol=tolerance[1])
+
+    def test_tolerances_name_dtypes_and_reasons(self):
+        for op, entry in op_registry.entries().items():
+            for dtype_name, (_, _, reason) in entry.xla_tolerance.items():
+                self.assertIn(dtype_name, [d.name for d in _DTYPES], op)
+                self.assertTrue(reason, op)
+
+    @parameterized.named_parameters(*_cases(supported=False))
+    def test_unsupported_op_fails_at_compile_time(self, op, case):
+        tensors, _ = case.tensors(tf.float32)
+        with self.assertRaisesRegex(
+            (tf.errors.UnimplementedError, tf.errors.InvalidArgumentError),
+            op_registry.entries()[op].xla_unsupported,
+        ):
+            tf.function(case.forward, jit_compile=True)(*tensors)
+
+    def test_loads_after_a_jit_compilation(self):
+        # XLA makes its kernels at the first compilation of the process; the
+        # package imported after one must still lower its ops.
+        script = textwrap.dedent(
+            """
+            import tensorflow as tf
+            print(tf.function(lambda x: x * 2, jit_compile=True)(tf.ones([2])))
+            import tensorflow_customops as tfco
+            assert tfco.build_info()["xla"], tfco.build_info()
+            f = tf.function(lambda x: tfco.zero_out(x, keep=1), jit_compile=True)
+            print("RESULT", f(tf.ones([3])).numpy().tolist())
+            """
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=False
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertIn("RESULT [1.0, 0.0, 0.0]", result.stdout)
+
+
+if __name__ == "__main__":
+    tf.test.main()
