@@ -31,6 +31,10 @@ class PipWheelTest(unittest.TestCase):
             text=True,
         )
         cls.wheel = built.stdout.strip().splitlines()[-1]
+        with zipfile.ZipFile(cls.wheel) as whl:
+            info = whl.read("tensorflow_customops/python/platform/build_info.py")
+        # Whether the wheel was built with its XLA library (not --config=noxla).
+        cls.xla = b"XLA = True" in info
         venv = os.path.join(tmp, "venv")
         # TensorFlow itself comes from the system site-packages.
         subprocess.run(
@@ -83,6 +87,18 @@ class PipWheelTest(unittest.TestCase):
         ).stdout
         self.assertIn(f"'tf_version': '{tf.__version__}'", out)
         self.assertIn("'cxx11_abi_flag':", out)
+        if self.xla:
+            self.assertIn("'xla': True", out)
+
+    def test_installed_package_compiles_with_xla(self):
+        if not self.xla:
+            self.skipTest("built with --config=noxla")
+        out = self.run_installed(
+            "import tensorflow as tf; import tensorflow_customops as tfco;"
+            "f = tf.function(lambda x: tfco.zero_out(x, keep=1), jit_compile=True);"
+            "print(f(tf.ones([3])).numpy())"
+        ).stdout
+        self.assertIn("[1. 0. 0.]", out)
 
     def test_other_tensorflow_release_is_refused_with_a_clear_error(self):
         result = self.run_installed(
@@ -123,6 +139,8 @@ class PipWheelTest(unittest.TestCase):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
         self.assertIn("tensorflow_customops/python/ops/_custom_ops.so", names)
+        if self.xla:
+            self.assertIn("tensorflow_customops/python/ops/_custom_ops_xla.so", names)
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
         for name in names:
             self.assertTrue(
@@ -131,28 +149,36 @@ class PipWheelTest(unittest.TestCase):
             )
             self.assertNotIn("kernel_tests", name)
             self.assertFalse(name.endswith(("BUILD", "_test.py", ".bzl")), name)
-        # auditwheel must not have vendored TensorFlow's own library.
-        self.assertFalse([n for n in names if "libtensorflow_framework" in n])
+        # auditwheel must not have vendored TensorFlow's own libraries.
+        self.assertFalse([n for n in names if "libtensorflow_" in n])
 
-    def test_library_has_no_build_tree_paths(self):
-        library = os.path.join(
-            self.site_packages,
-            "tensorflow_customops",
-            "python",
-            "ops",
-            "_custom_ops.so",
-        )
-        dynamic = subprocess.run(
-            ["readelf", "--dynamic", library],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        self.assertIn("libtensorflow_framework.so.2", dynamic)
-        for line in dynamic.splitlines():
-            if "RPATH" in line or "RUNPATH" in line:
-                self.assertNotIn("bazel", line)
-                self.assertNotIn("_solib", line)
+    def test_libraries_have_no_build_tree_paths(self):
+        # The op library needs TensorFlow's framework library only; the XLA
+        # library also needs libtensorflow_cc, which holds XLA's op registry.
+        libraries = {"_custom_ops.so": ["libtensorflow_framework.so.2"]}
+        if self.xla:
+            libraries["_custom_ops_xla.so"] = [
+                "libtensorflow_framework.so.2",
+                "libtensorflow_cc.so.2",
+            ]
+        for name, needed in libraries.items():
+            library = os.path.join(
+                self.site_packages, "tensorflow_customops", "python", "ops", name
+            )
+            dynamic = subprocess.run(
+                ["readelf", "--dynamic", library],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            for dependency in needed:
+                self.assertIn(dependency, dynamic, name)
+            if name == "_custom_ops.so":
+                self.assertNotIn("libtensorflow_cc", dynamic)
+            for line in dynamic.splitlines():
+                if "RPATH" in line or "RUNPATH" in line:
+                    self.assertNotIn("bazel", line)
+                    self.assertNotIn("_solib", line)
 
 
 if __name__ == "__main__":

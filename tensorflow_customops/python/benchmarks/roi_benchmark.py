@@ -1,5 +1,6 @@
-"""CPU benchmark of RoI Align: tfco.roi_align (NHWC and NCHW), torchvision's
-roi_align (if importable) and a pure-TensorFlow composition, forward and
+"""CPU benchmark of RoI Align: tfco.roi_align (NHWC and NCHW, and NHWC under
+jit_compile=True, lowered by XLA), torchvision's roi_align (if importable) and
+a pure-TensorFlow composition (also under XLA, where it compiles), forward and
 forward+backward, at 1 and 2 intra-op threads.
 
     bazel run //tensorflow_customops/python/benchmarks:roi_benchmark [-- --quick]
@@ -92,10 +93,10 @@ def _composition(tf, features, rois, output_size):
     return tf.nn.avg_pool2d(samples, _SAMPLING_RATIO, _SAMPLING_RATIO, "VALID")
 
 
-def _gradient_fn(tf, forward, x, dy):
+def _gradient_fn(tf, forward, x, dy, jit_compile):
     """features -> d(sum(forward(features) * dy))/d(features), as a tf.function."""
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x)
@@ -118,37 +119,47 @@ def _bench_tf(tf, tfco, spec, features_np, rois_np, upstream_np):
         "aligned": True,
     }
     to_nchw = (0, 3, 1, 2)
+
+    def ours(data_format):
+        return lambda x: tfco.roi_align(x, rois, out, data_format=data_format, **align)
+
+    def composition(x):
+        return _composition(tf, x, rois, out)
+
+    # name: (forward, features, upstream gradient, jit_compile)
     impls = {
-        "tfco_nhwc": (
-            lambda x: tfco.roi_align(x, rois, out, data_format="NHWC", **align),
-            features_np,
-            upstream_np,
-        ),
+        "tfco_nhwc": (ours("NHWC"), features_np, upstream_np, False),
         "tfco_nchw": (
-            lambda x: tfco.roi_align(x, rois, out, data_format="NCHW", **align),
+            ours("NCHW"),
             features_np.transpose(to_nchw),
             upstream_np.transpose(to_nchw),
+            False,
         ),
-        "tf_composition": (
-            lambda x: _composition(tf, x, rois, out),
-            features_np,
-            upstream_np,
-        ),
+        "tfco_jit": (ours("NHWC"), features_np, upstream_np, True),
+        "tf_composition": (composition, features_np, upstream_np, False),
+        "tf_composition_jit": (composition, features_np, upstream_np, True),
     }
     row, outputs = {}, {}
-    for impl, (forward, x, dy) in impls.items():
+    for impl, (forward, x, dy, jit) in impls.items():
         x, dy = tf.constant(x), tf.constant(dy)
-        fwd = tf.function(lambda f=forward, x=x: f(x))
-        outputs[impl] = fwd().numpy()
+        fwd = tf.function(lambda f=forward, x=x: f(x), jit_compile=jit)
+        try:
+            outputs[impl] = fwd().numpy()
+        except tf.errors.InvalidArgumentError as error:
+            # crop_and_resize has no XLA lowering in TensorFlow.
+            row[impl] = (None, None)
+            row[impl + "_skipped"] = str(error).splitlines()[0]
+            continue
         row[impl] = (
             _median_ms(fwd, reps),
-            _median_ms(_gradient_fn(tf, forward, x, dy), reps),
+            _median_ms(_gradient_fn(tf, forward, x, dy, jit), reps),
         )
     ours = outputs["tfco_nhwc"]
     row["max_abs_diff_composition"] = _max_abs_diff(outputs["tf_composition"], ours)
     row["max_abs_diff_nchw"] = _max_abs_diff(
         outputs["tfco_nchw"].transpose(0, 2, 3, 1), ours
     )
+    row["max_abs_diff_jit"] = _max_abs_diff(outputs["tfco_jit"], ours)
     return row, ours
 
 
@@ -220,7 +231,8 @@ def _ratio(other, ours):
 def _print_table(rows):
     header = (
         f"{'case':8} {'thr':>3} {'pass':8} {'tfco NHWC':>9} {'tfco NCHW':>9} "
-        f"{'torchvis':>9} {'TF comp':>9} {'tv/tfco':>8} {'comp/tfco':>9}"
+        f"{'tfco jit':>9} {'torchvis':>9} {'TF comp':>9} {'comp jit':>9} "
+        f"{'tv/tfco':>8} {'comp/tfco':>9} {'jit/tfco':>8} {'compjit/jit':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -229,16 +241,26 @@ def _print_table(rows):
             ours = row["tfco_nhwc"][index]
             tv = row["torchvision"][index] if "torchvision" in row else None
             comp = row["tf_composition"][index]
+            jit = row["tfco_jit"][index]
+            comp_jit = row["tf_composition_jit"][index]
             print(
                 f"{row['case']:8} {row['threads']:3d} {label:8} {_ms(ours)} "
-                f"{_ms(row['tfco_nchw'][index])} {_ms(tv)} {_ms(comp)} "
-                f"{_ratio(tv, ours)} {_ratio(comp, ours):>9}"
+                f"{_ms(row['tfco_nchw'][index])} {_ms(jit)} {_ms(tv)} {_ms(comp)} "
+                f"{_ms(comp_jit)} {_ratio(tv, ours)} {_ratio(comp, ours):>9} "
+                f"{_ratio(jit, ours)} {_ratio(comp_jit, jit):>11}"
             )
     print()
-    print("times in ms (median); ratios: other time / tfco NHWC time (>1: tfco faster)")
+    print(
+        "times in ms (median); ratios: other time / tfco NHWC time (>1: tfco "
+        "faster), except jit/tfco = tfco jit time / tfco NHWC time (the cost of "
+        "XLA's lowering) and compjit/jit = composition jit time / tfco jit time"
+    )
     for row in rows:
         n, c, size, k, out = row["shape"]
-        diffs = f"NCHW vs NHWC {row['max_abs_diff_nchw']:.3g}, "
+        diffs = (
+            f"NCHW vs NHWC {row['max_abs_diff_nchw']:.3g}, "
+            f"jit {row['max_abs_diff_jit']:.3g}, "
+        )
         if "torchvision" in row:
             diffs += f"torchvision {row['max_abs_diff_torchvision']:.3g}, "
         diffs += f"TF composition {row['max_abs_diff_composition']:.3g}"
@@ -247,8 +269,9 @@ def _print_table(rows):
             f"{out}x{out} sampling_ratio={_SAMPLING_RATIO} aligned=True; "
             f"max |other - tfco NHWC| forward: {diffs}"
         )
-        if "torchvision_skipped" in row:
-            print(f"  torchvision skipped: {row['torchvision_skipped']}")
+        for skipped in ("torchvision_skipped", "tf_composition_jit_skipped"):
+            if skipped in row:
+                print(f"  {skipped.replace('_skipped', '')} skipped: {row[skipped]}")
 
 
 def main():

@@ -1,11 +1,14 @@
-"""Tests of the package loader: clear errors for missing or mismatched libraries."""
+"""Tests of the package loader: clear errors for missing or mismatched libraries,
+and an XLA library that does not load leaves the rest working."""
 
 import os
+from unittest import mock
 
 import tensorflow as tf
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.platform import build_info
 
 
 class LoadLibraryTest(tf.test.TestCase):
@@ -57,6 +60,29 @@ class LoadLibraryTest(tf.test.TestCase):
         ):
             load_library.load_from(path, tf.__version__)
 
+    def test_xla_library_that_does_not_load_leaves_the_ops_working(self):
+        path = os.path.join(self.get_temp_dir(), "corrupt_xla.so")
+        with open(path, "wb") as f:
+            f.write(b"not an ELF file")
+        for missing_or_corrupt in (path + ".missing", path):
+            with self.subTest(path=missing_or_corrupt):
+                with (
+                    mock.patch.object(
+                        load_library,
+                        "library_path",
+                        lambda name, p=missing_or_corrupt: p,
+                    ),
+                    mock.patch.object(build_info, "XLA", True),
+                ):
+                    available, reason = load_library.xla_status.__wrapped__()
+                self.assertFalse(available)
+                self.assertIn(missing_or_corrupt, reason)
+        with mock.patch.object(build_info, "XLA", False):
+            available, reason = load_library.xla_status.__wrapped__()
+        self.assertFalse(available)
+        self.assertIn("--config=noxla", reason)
+        self.assertAllEqual(tfco.zero_out([1, 2]), [1, 0])
+
     def test_build_info(self):
         info = tfco.build_info()
         self.assertEqual(
@@ -68,8 +94,12 @@ class LoadLibraryTest(tf.test.TestCase):
                 "cxx_standard",
                 "cuda",
                 "cuda_capabilities",
+                "xla",
+                "xla_unavailable_reason",
             },
         )
+        self.assertEqual(info["xla"], build_info.XLA)
+        self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_version"], tf.__version__)
         self.assertEqual(
