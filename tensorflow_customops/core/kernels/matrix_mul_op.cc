@@ -15,8 +15,8 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tensorflow/core/util/overflow.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
 
 namespace tensorflow {
 namespace customops {
@@ -120,32 +120,10 @@ class MatrixMulOp : public OpKernel {
   void Compute(OpKernelContext* context) override {
     const Tensor& a = context->input(0);
     const Tensor& b = context->input(1);
-    OP_REQUIRES(context, a.dims() == 2,
-                errors::InvalidArgument("MatrixMul: a must be a matrix, got ",
-                                        "shape ", a.shape().DebugString()));
-    OP_REQUIRES(context, b.dims() == 2,
-                errors::InvalidArgument("MatrixMul: b must be a matrix, got ",
-                                        "shape ", b.shape().DebugString()));
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
-    const int64_t inner_a = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t inner_b = b.dim_size(transpose_b_ ? 1 : 0);
-    const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
-    OP_REQUIRES(
-        context, inner_a == inner_b,
-        errors::InvalidArgument(
-            "MatrixMul: inner dimensions differ: a ", a.shape().DebugString(),
-            (transpose_a_ ? " (transposed)" : ""), " contributes ", inner_a,
-            ", b ", b.shape().DebugString(),
-            (transpose_b_ ? " (transposed)" : ""), " contributes ", inner_b));
-    // m * n can overflow even though a and b are valid tensors: an empty
-    // inner dimension lets both be huge.
-    OP_REQUIRES(
-        context, MultiplyWithoutOverflow(m, n) >= 0,
-        errors::InvalidArgument("MatrixMul: the product [", m, ", ", n,
-                                "]: its number of elements overflows int64"));
     TensorShape product_shape;
     OP_REQUIRES_OK(context,
-                   TensorShape::BuildTensorShape({m, n}, &product_shape));
+                   MatrixMulProductShape(a.shape(), b.shape(), transpose_a_,
+                                         transpose_b_, &product_shape));
     Tensor* product = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(0, product_shape, &product));

@@ -5,8 +5,8 @@
 #include "tensorflow/compiler/tf2xla/type_util.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/util/overflow.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
+#include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
 #include "xla/hlo/builder/xla_builder.h"
 
 namespace tensorflow {
@@ -21,29 +21,10 @@ class MatrixMulOp : public XlaOpKernel {
   }
 
   void Compile(XlaOpKernelContext* context) override {
-    const TensorShape a = context->InputShape(0);
-    const TensorShape b = context->InputShape(1);
-    OP_REQUIRES(context, a.dims() == 2,
-                errors::InvalidArgument("MatrixMul: a must be a matrix, got ",
-                                        "shape ", a.DebugString()));
-    OP_REQUIRES(context, b.dims() == 2,
-                errors::InvalidArgument("MatrixMul: b must be a matrix, got ",
-                                        "shape ", b.DebugString()));
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
-    const int64_t inner_a = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t inner_b = b.dim_size(transpose_b_ ? 1 : 0);
-    const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
-    OP_REQUIRES(
-        context, inner_a == inner_b,
-        errors::InvalidArgument(
-            "MatrixMul: inner dimensions differ: a ", a.DebugString(),
-            (transpose_a_ ? " (transposed)" : ""), " contributes ", inner_a,
-            ", b ", b.DebugString(), (transpose_b_ ? " (transposed)" : ""),
-            " contributes ", inner_b));
-    OP_REQUIRES(
-        context, MultiplyWithoutOverflow(m, n) >= 0,
-        errors::InvalidArgument("MatrixMul: the product [", m, ", ", n,
-                                "]: its number of elements overflows int64"));
+    TensorShape product_shape;
+    OP_REQUIRES_OK(context, MatrixMulProductShape(
+                                context->InputShape(0), context->InputShape(1),
+                                transpose_a_, transpose_b_, &product_shape));
     const xla::PrimitiveType type = context->input_xla_type(0);
     const bool narrow = type == xla::F16 || type == xla::BF16;
     xla::DotDimensionNumbers dims;

@@ -178,23 +178,31 @@ xla::XlaOp MaskedMax(const Call& c, xla::XlaOp values, xla::XlaOp mask) {
                         c.I(0), xla::CreateScalarMaxComputation(xla::S32, c.b));
 }
 
-// Gathers features[b, y, x, :, gy, gx] for every bin: index arrays are
-// int32 [K, PH, PW]; the result is [K, PH, PW, C_out].
-xla::XlaOp GatherBins(const Call& c, xla::XlaOp features,
-                      const std::vector<xla::XlaOp>& index) {
+// The index arrays (b, y, x, gy, gx), int32 [K, PH, PW] each, as the
+// [K, PH, PW, 5] start indices of a gather or scatter over the 6-D view,
+// which addresses a C_out window at every index.
+constexpr int64_t kIndexedDims[] = {0, 1, 2, 4, 5};
+
+xla::XlaOp BinIndices(const Call& c, const std::vector<xla::XlaOp>& index) {
   std::vector<xla::XlaOp> parts;
   for (const xla::XlaOp& i : index) {
     parts.push_back(xla::Reshape(
         i, {c.shape.num_rois, c.attrs.pooled_height, c.attrs.pooled_width, 1}));
   }
+  return xla::ConcatInDim(c.b, parts, 3);
+}
+
+// Gathers features[b, y, x, :, gy, gx] for every bin: [K, PH, PW, C_out].
+xla::XlaOp GatherBins(const Call& c, xla::XlaOp features,
+                      const std::vector<xla::XlaOp>& index) {
   xla::GatherDimensionNumbers dims;
   dims.add_offset_dims(3);
-  for (int64_t d : {0, 1, 2, 4, 5}) {
+  for (int64_t d : kIndexedDims) {
     dims.add_collapsed_slice_dims(d);
     dims.add_start_index_map(d);
   }
   dims.set_index_vector_dim(3);
-  return xla::Gather(features, xla::ConcatInDim(c.b, parts, 3), dims,
+  return xla::Gather(features, BinIndices(c, index), dims,
                      {1, 1, 1, c.shape.out_channels, 1, 1});
 }
 
@@ -203,19 +211,14 @@ xla::XlaOp GatherBins(const Call& c, xla::XlaOp features,
 xla::XlaOp ScatterAddBins(const Call& c, xla::XlaOp grad,
                           const std::vector<xla::XlaOp>& index,
                           xla::XlaOp updates) {
-  std::vector<xla::XlaOp> parts;
-  for (const xla::XlaOp& i : index) {
-    parts.push_back(xla::Reshape(
-        i, {c.shape.num_rois, c.attrs.pooled_height, c.attrs.pooled_width, 1}));
-  }
   xla::ScatterDimensionNumbers dims;
   dims.add_update_window_dims(3);
-  for (int64_t d : {0, 1, 2, 4, 5}) {
+  for (int64_t d : kIndexedDims) {
     dims.add_inserted_window_dims(d);
     dims.add_scatter_dims_to_operand_dims(d);
   }
   dims.set_index_vector_dim(3);
-  return xla::Scatter(grad, xla::ConcatInDim(c.b, parts, 3), updates,
+  return xla::Scatter(grad, BinIndices(c, index), updates,
                       xla::CreateScalarAddComputation(c.acc, c.b), dims);
 }
 
