@@ -7,8 +7,9 @@
 // HLO while loop over sample t = (iy, ix) that treats every bin at once and
 // masks the samples a bin does not have; trip count is the largest grid (or
 // bin) of the call. The arithmetic repeats the regular kernels' operations in
-// their order (roi_ops_common.h, roi_align_op.h), so forward outputs have
-// their bits; gradients add the same terms in another order.
+// their order (roi_ops_common.h, roi_align_op.h): the pooling kinds give
+// their bits, the bilinear kinds differ where XLA's CPU backend fuses
+// multiply-adds into FMAs, and gradients add the same terms in another order.
 //
 // Data checks that the regular kernels raise (ValidateRois, the adaptive
 // grid limit, argmax range) cannot raise inside a compiled program: a box
