@@ -396,11 +396,42 @@ absl::StatusOr<std::vector<xla::XlaOp>> SampleLoop(
   return result;
 }
 
-std::vector<xla::XlaOp> BoxState(const AlignBoxes& box) {
-  return {box.start_h, box.start_w, box.bin_h, box.bin_w,
-          box.grid_h,  box.grid_w,  box.ok,    box.batch};
+// A bin's indices into the 6-D view besides y and x, each [K, PH, PW]: its
+// box's batch index and its channel group (gy, gx).
+struct BinIndex {
+  xla::XlaOp batch, gy, gx;
+};
+
+BinIndex MakeBinIndex(const Call& c, xla::XlaOp batch) {
+  const std::vector<xla::XlaOp> groups = GroupIndex(c);
+  return {c.PerBox(batch), groups[0], groups[1]};
 }
-constexpr int kBoxStateSize = 8;
+
+// SampleLoop over the sampling grids of `box`, with the boxes carried in the
+// loop state: body(cb, samples, index, values) returns the new `values`.
+template <typename Body>
+absl::StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
+    const Call& c, const AlignBoxes& box, std::vector<xla::XlaOp> values,
+    const char* name, Body body) {
+  const size_t n = values.size();
+  values.insert(values.end(), {box.start_h, box.start_w, box.bin_h, box.bin_w,
+                               box.grid_h, box.grid_w, box.ok, box.batch});
+  TF_ASSIGN_OR_RETURN(
+      std::vector<xla::XlaOp> result,
+      SampleLoop(c, MaskedMax(c, box.grid_h, box.ok),
+                 MaskedMax(c, box.grid_w, box.ok), values, name,
+                 [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+                     std::vector<xla::XlaOp> v) {
+                   const std::vector<xla::XlaOp> b(v.begin() + n, v.end());
+                   std::vector<xla::XlaOp> next = body(
+                       cb, SampleBins(cb, b, iy, ix), MakeBinIndex(cb, b[7]),
+                       std::vector<xla::XlaOp>(v.begin(), v.begin() + n));
+                   next.insert(next.end(), b.begin(), b.end());
+                   return next;
+                 }));
+  result.resize(n);
+  return result;
+}
 
 class RoiAlignOp : public XlaOpKernel {
  public:
@@ -422,23 +453,15 @@ class RoiAlignOp : public XlaOpKernel {
         xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
         c.view_dims());
     const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(1)));
-    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.pooled_dims()), features};
-    const std::vector<xla::XlaOp> box_state = BoxState(box);
-    state.insert(state.end(), box_state.begin(), box_state.end());
-    auto result = SampleLoop(
-        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
-        state, "roi_align_samples",
-        [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+    auto result = AlignSampleLoop(
+        c, box, {c.Zeros(c.acc, c.pooled_dims()), features},
+        "roi_align_samples",
+        [&](const Call& cb, const Samples& s, const BinIndex& bin,
             std::vector<xla::XlaOp> v) {
-          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
-          const std::vector<xla::XlaOp> b(v.begin() + 2,
-                                          v.begin() + 2 + kBoxStateSize);
-          const Samples s = SampleBins(cb, b, iy, ix);
-          const xla::XlaOp batch = cb.PerBox(b[7]);
           xla::XlaOp sum;
           for (int j = 0; j < 4; ++j) {
             const xla::XlaOp value = GatherBins(
-                cb, v[1], {batch, s.y[j], s.x[j], groups[0], groups[1]});
+                cb, v[1], {bin.batch, s.y[j], s.x[j], bin.gy, bin.gx});
             const xla::XlaOp term = xla::Mul(cb.PerBin(s.weight[j]), value);
             sum = j == 0 ? term : xla::Add(sum, term);
           }
@@ -482,19 +505,11 @@ class RoiAlignGradOp : public XlaOpKernel {
     const xla::XlaOp grads = Divide(
         xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
-    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.view_dims()), grads};
-    const std::vector<xla::XlaOp> box_state = BoxState(box);
-    state.insert(state.end(), box_state.begin(), box_state.end());
-    auto result = SampleLoop(
-        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
-        state, "roi_align_grad_samples",
-        [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+    auto result = AlignSampleLoop(
+        c, box, {c.Zeros(c.acc, c.view_dims()), grads},
+        "roi_align_grad_samples",
+        [&](const Call& cb, const Samples& s, const BinIndex& bin,
             std::vector<xla::XlaOp> v) {
-          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
-          const std::vector<xla::XlaOp> b(v.begin() + 2,
-                                          v.begin() + 2 + kBoxStateSize);
-          const Samples s = SampleBins(cb, b, iy, ix);
-          const xla::XlaOp batch = cb.PerBox(b[7]);
           const xla::XlaOp valid = cb.PerBin(s.valid);
           for (int j = 0; j < 4; ++j) {
             const xla::XlaOp y = xla::Select(
@@ -504,7 +519,7 @@ class RoiAlignGradOp : public XlaOpKernel {
                 xla::Select(valid, xla::Mul(v[1], cb.PerBin(s.weight[j])),
                             xla::ZerosLike(v[1]));
             v[0] = ScatterAddBins(
-                cb, v[0], {batch, y, s.x[j], groups[0], groups[1]}, update);
+                cb, v[0], {bin.batch, y, s.x[j], bin.gy, bin.gx}, update);
           }
           return v;
         });
@@ -620,16 +635,36 @@ PoolBoxes MakePoolBoxes(const Call& c, xla::XlaOp rois) {
   return p;
 }
 
-std::vector<xla::XlaOp> PoolState(const PoolBoxes& p) {
-  return {p.h.lo, p.h.hi, p.w.lo, p.w.hi, p.ok, p.batch};
-}
-constexpr int kPoolStateSize = 6;
-
 // The loop bounds: the most rows and columns of any bin.
 xla::XlaOp MaxExtent(const Call& c, const PoolRanges& r, xla::XlaOp ok,
                      int64_t bins) {
   return MaskedMax(c, xla::Sub(r.hi, r.lo),
                    xla::BroadcastInDim(ok, {c.shape.num_rois, bins}, {0}));
+}
+
+// SampleLoop over the pixels of the bins of `p`, with the boxes carried in
+// the loop state: body(cb, pixels, index, values) returns the new `values`.
+template <typename Body>
+absl::StatusOr<std::vector<xla::XlaOp>> PixelLoop(
+    const Call& c, const PoolBoxes& p, std::vector<xla::XlaOp> values,
+    const char* name, Body body) {
+  const size_t n = values.size();
+  values.insert(values.end(), {p.h.lo, p.h.hi, p.w.lo, p.w.hi, p.ok, p.batch});
+  TF_ASSIGN_OR_RETURN(
+      std::vector<xla::XlaOp> result,
+      SampleLoop(c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
+                 MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), values, name,
+                 [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
+                     std::vector<xla::XlaOp> v) {
+                   const std::vector<xla::XlaOp> b(v.begin() + n, v.end());
+                   std::vector<xla::XlaOp> next = body(
+                       cb, BinPixels(cb, b, dy, dx), MakeBinIndex(cb, b[5]),
+                       std::vector<xla::XlaOp>(v.begin(), v.begin() + n));
+                   next.insert(next.end(), b.begin(), b.end());
+                   return next;
+                 }));
+  result.resize(n);
+  return result;
 }
 
 class RoiPoolOp : public XlaOpKernel {
@@ -664,23 +699,14 @@ class RoiPoolOp : public XlaOpKernel {
         ps ? c.Zeros(c.acc, c.pooled_dims())
            : xla::Select(empty, c.Zeros(c.acc, c.pooled_dims()),
                          xla::Broadcast(c.A(-FLT_MAX), c.pooled_dims()));
-    std::vector<xla::XlaOp> state = {
-        init, xla::Broadcast(c.I(-1), c.pooled_dims()), features};
-    const std::vector<xla::XlaOp> pool_state = PoolState(p);
-    state.insert(state.end(), pool_state.begin(), pool_state.end());
     const int64_t width = c.shape.width;
-    auto result = SampleLoop(
-        c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
-        MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), state,
+    auto result = PixelLoop(
+        c, p, {init, xla::Broadcast(c.I(-1), c.pooled_dims()), features},
         ps ? "ps_roi_pool_pixels" : "roi_pool_pixels",
-        [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
+        [&](const Call& cb, const Pixels& px, const BinIndex& bin,
             std::vector<xla::XlaOp> v) {
-          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
-          const std::vector<xla::XlaOp> b(v.begin() + 3,
-                                          v.begin() + 3 + kPoolStateSize);
-          const Pixels px = BinPixels(cb, b, dy, dx);
-          const xla::XlaOp value = GatherBins(
-              cb, v[2], {cb.PerBox(b[5]), px.y, px.x, groups[0], groups[1]});
+          const xla::XlaOp value =
+              GatherBins(cb, v[2], {bin.batch, px.y, px.x, bin.gy, bin.gx});
           const xla::XlaOp valid = cb.PerBin(px.valid);
           if (ps) {
             v[0] = xla::Select(valid, xla::Add(v[0], value), v[0]);
@@ -790,27 +816,17 @@ class RoiPoolGradOp : public XlaOpKernel {
                            xla::XlaOp grads) {
     const xla::XlaOp g = xla::Select(c.PerBin(p.empty), xla::ZerosLike(grads),
                                      Divide(grads, c.PerBin(p.area)));
-    std::vector<xla::XlaOp> state = {c.Zeros(c.acc, c.view_dims()), g};
-    const std::vector<xla::XlaOp> pool_state = PoolState(p);
-    state.insert(state.end(), pool_state.begin(), pool_state.end());
-    auto result = SampleLoop(
-        c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
-        MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), state,
-        "ps_roi_pool_grad_pixels",
-        [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
+    auto result = PixelLoop(
+        c, p, {c.Zeros(c.acc, c.view_dims()), g}, "ps_roi_pool_grad_pixels",
+        [&](const Call& cb, const Pixels& px, const BinIndex& bin,
             std::vector<xla::XlaOp> v) {
-          const std::vector<xla::XlaOp> groups = GroupIndex(cb);
-          const std::vector<xla::XlaOp> b(v.begin() + 2,
-                                          v.begin() + 2 + kPoolStateSize);
-          const Pixels px = BinPixels(cb, b, dy, dx);
           const xla::XlaOp y = xla::Select(
               px.valid, px.y,
               xla::Broadcast(cb.I(cb.shape.height), cb.bins_dims()));
           const xla::XlaOp update =
               xla::Select(cb.PerBin(px.valid), v[1], xla::ZerosLike(v[1]));
-          v[0] = ScatterAddBins(
-              cb, v[0], {cb.PerBox(b[5]), y, px.x, groups[0], groups[1]},
-              update);
+          v[0] = ScatterAddBins(cb, v[0], {bin.batch, y, px.x, bin.gy, bin.gx},
+                                update);
           return v;
         });
     if (!result.ok()) {

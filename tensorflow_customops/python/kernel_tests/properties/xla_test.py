@@ -156,6 +156,40 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                 self.assertIn(dtype_name, [d.name for d in _DTYPES], op)
                 self.assertTrue(reason, op)
 
+    def test_shape_errors_at_compile_time_match_the_kernels(self):
+        # With unknown shapes the shape functions accept the call, and the
+        # lowering sees the shapes when XLA compiles it.
+        ops = load_library.load_op_library()
+        cases = [
+            (
+                lambda a, b: ops.custom_ops_matrix_mul(a, b),
+                [tf.zeros([2, 3]), tf.zeros([4, 2])],
+                "MatrixMul: inner dimensions differ",
+            ),
+            (
+                lambda t, dt: ops.custom_ops_clip_by_global_norm_grad(
+                    [t], 1.0, [dt], 0.0
+                ),
+                [tf.zeros([2, 3]), tf.zeros([3, 2])],
+                r"ClipByGlobalNormGrad: dclipped\[0\] has shape \[3,2\]",
+            ),
+            (
+                lambda f, r: ops.custom_ops_ps_roi_align(
+                    f, r, pooled_height=2, pooled_width=2, spatial_scale=1.0
+                ),
+                [tf.zeros([1, 4, 4, 6]), tf.constant([[0.0, 0, 0, 2, 2]])],
+                r"features channels \(6\) must be divisible",
+            ),
+        ]
+        for fn, args, message in cases:
+            with self.subTest(message=message):
+                signature = [tf.TensorSpec(None, a.dtype) for a in args]
+                jit = tf.function(fn, jit_compile=True, input_signature=signature)
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    jit(*args)
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    tf.function(fn, input_signature=signature)(*args)
+
     @parameterized.named_parameters(*_cases(supported=False))
     def test_unsupported_op_fails_at_compile_time(self, op, case):
         tensors, _ = case.tensors(tf.float32)
