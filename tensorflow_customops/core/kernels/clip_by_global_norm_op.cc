@@ -14,6 +14,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/core/kernels/cpu_simd.h"
 
 namespace tensorflow {
 namespace customops {
@@ -167,24 +168,10 @@ void Grad(const T* dy, double a, const T* x, double b, T* dx, int64_t n) {
   }
 }
 
-// TensorFlow's compiler flags target baseline x86-64 (SSE2), where these
-// loops run several times slower than with wider vectors. For float and
-// double, GCC compiles them for AVX-512, AVX2 and the baseline, and the loader
-// picks one by the CPU (target_clones). They have internal linkage, so no
-// other translation unit can end up with the AVX-512 or AVX2 code. Every
-// version does the same IEEE operations in the same order (-ffp-contract=off
-// in tensorflow_customops.bzl keeps GCC from fusing them into FMAs where the
-// target has them), so all give the same bits; clip_by_global_norm_op_test
-// checks the sum against an emulation of this order.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TFCO_SIMD_CLONES \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TFCO_SIMD_CLONES
-#endif
-
 // Overloads for float and double, preferred to the templates, which they
-// instantiate and inline once per clone.
+// inline once per clone: AVX-512, AVX2 and the baseline (cpu_simd.h).
+// clip_by_global_norm_op_test checks the sum against an emulation of the
+// loops' order.
 #define DEFINE_CLONED_LOOPS(T)                                            \
   TFCO_SIMD_CLONES double SumOfSquares(const T* x, int64_t n) {           \
     return SumOfSquares<T>(x, n);                                         \
@@ -202,7 +189,6 @@ void Grad(const T* dy, double a, const T* x, double b, T* dx, int64_t n) {
 DEFINE_CLONED_LOOPS(float)
 DEFINE_CLONED_LOOPS(double)
 #undef DEFINE_CLONED_LOOPS
-#undef TFCO_SIMD_CLONES
 
 // Adds the per-chunk partial sums in chunk order.
 double OrderedSum(const std::vector<double>& partials) {

@@ -14,6 +14,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow_customops/core/kernels/cpu_simd.h"
 #include "tensorflow_customops/core/kernels/roi_kernel_util.h"
 
 namespace tensorflow {
@@ -25,13 +26,13 @@ typedef Eigen::GpuDevice GPUDevice;
 namespace {
 
 // acc[c] += sum_j weight[j] * corner_j[c * stride] for c < n. The stride-1
-// case (NHWC RoiAlign) is a separate loop so the compiler vectorises it; both
-// do the same operations in the same order, so they give the same bits.
+// case (RoiAlign) is a separate loop so the compiler vectorises it; both do
+// the same operations in the same order, so they give the same bits.
 template <typename T, typename A>
-void AddSample(A* __restrict__ acc, const T* __restrict__ v0,
-               const T* __restrict__ v1, const T* __restrict__ v2,
-               const T* __restrict__ v3, const A* weight, int64_t stride,
-               int64_t n) {
+TFCO_INLINE_INTO_CLONES void AddSample(
+    A* __restrict__ acc, const T* __restrict__ v0, const T* __restrict__ v1,
+    const T* __restrict__ v2, const T* __restrict__ v3, const A* weight,
+    int64_t stride, int64_t n) {
   const A w0 = weight[0], w1 = weight[1], w2 = weight[2], w3 = weight[3];
   if (stride == 1) {
     for (int64_t c = 0; c < n; ++c) {
@@ -49,14 +50,32 @@ void AddSample(A* __restrict__ acc, const T* __restrict__ v0,
 
 // out[c * stride] += g[c] * w for c < n; stride 1 vectorises (see AddSample).
 template <typename A>
-void Scatter(A* __restrict__ out, const A* __restrict__ g, A w, int64_t stride,
-             int64_t n) {
+TFCO_INLINE_INTO_CLONES void Scatter(A* __restrict__ out,
+                                     const A* __restrict__ g, A w,
+                                     int64_t stride, int64_t n) {
   if (stride == 1) {
     for (int64_t c = 0; c < n; ++c) out[c] += g[c] * w;
     return;
   }
   for (int64_t c = 0; c < n; ++c) out[c * stride] += g[c] * w;
 }
+
+// Overloads for float and double, preferred to the templates, which they
+// inline once per clone (cpu_simd.h).
+#define DEFINE_CLONED_LOOPS(T)                                                 \
+  TFCO_SIMD_CLONES void AddSample(                                             \
+      T* __restrict__ acc, const T* __restrict__ v0, const T* __restrict__ v1, \
+      const T* __restrict__ v2, const T* __restrict__ v3, const T* weight,     \
+      int64_t stride, int64_t n) {                                             \
+    AddSample<T, T>(acc, v0, v1, v2, v3, weight, stride, n);                   \
+  }                                                                            \
+  TFCO_SIMD_CLONES void Scatter(T* __restrict__ out, const T* __restrict__ g,  \
+                                T w, int64_t stride, int64_t n) {              \
+    Scatter<T>(out, g, w, stride, n);                                          \
+  }
+DEFINE_CLONED_LOOPS(float)
+DEFINE_CLONED_LOOPS(double)
+#undef DEFINE_CLONED_LOOPS
 
 }  // namespace
 
@@ -65,94 +84,124 @@ namespace functor {
 template <typename T>
 struct RoiAlign<CPUDevice, T> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* features, const float* rois, T* pooled) {
+                  const T* features_in, const float* rois, T* pooled) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
     const int64_t channels = s.out_channels;
-    // One work item is one output bin with all its channels: each bilinear
-    // weight is computed once per sample and applied to every channel, and
-    // each item writes only its own outputs.
+    std::vector<A> copy;
+    const A* features = roi::AsAccumulator(
+        d, features_in, s.batch * args.features_layout.n_stride, &copy);
+    // One work item is one box with all its bins and channels: each bilinear
+    // weight is computed once per sample and applied to every channel. The
+    // box's outputs are gathered bin by bin and written in one go, in the
+    // order they lie in memory in either layout.
     auto work = [&](int64_t begin, int64_t end) {
       std::vector<A> acc(channels);
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t k = item / a.bins();
-        const int ph =
-            static_cast<int>(item / a.pooled_width % a.pooled_height);
-        const int pw = static_cast<int>(item % a.pooled_width);
+      std::vector<T> scratch(a.bins() * channels);
+      for (int64_t k = begin; k < end; ++k) {
+        T* out = pooled + k * args.pooled_layout.n_stride;
+        T* box_out = roi::BoxOutput(args.pooled_layout, out, scratch.data());
         const float* roi = rois + k * 5;
-        const T* image = features + static_cast<int64_t>(roi[0]) *
+        const A* image = features + static_cast<int64_t>(roi[0]) *
                                         args.features_layout.n_stride;
         const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
-        int64_t cs, first;
-        roi::BinChannels(args, ph, pw, &cs, &first);
-        const T* base = image + first;
-        std::fill(acc.begin(), acc.end(), A(0));
-        roi::ForEachSample(
-            args, box, ph, pw, [&](const roi::BilinearSample<A>& p) {
-              AddSample(acc.data(), base + p.offset[0], base + p.offset[1],
-                        base + p.offset[2], base + p.offset[3], p.weight, cs,
-                        channels);
-            });
         const A count = roi::SampleCount(box);
-        for (int64_t c = 0; c < channels; ++c) {
-          pooled[args.pooled_layout.Offset(k, ph, pw, c)] =
-              static_cast<T>(acc[c] / count);
+        for (int ph = 0; ph < a.pooled_height; ++ph) {
+          for (int pw = 0; pw < a.pooled_width; ++pw) {
+            int64_t cs, first;
+            roi::BinChannels(args, ph, pw, &cs, &first);
+            const A* base = image + first;
+            std::fill(acc.begin(), acc.end(), A(0));
+            roi::ForEachSample(
+                args, box, ph, pw, [&](const roi::BilinearSample<A>& p) {
+                  AddSample(acc.data(), base + p.offset[0], base + p.offset[1],
+                            base + p.offset[2], base + p.offset[3], p.weight,
+                            cs, channels);
+                });
+            T* bin_out = box_out + (ph * a.pooled_width + pw) * channels;
+            for (int64_t c = 0; c < channels; ++c) {
+              bin_out[c] = static_cast<T>(acc[c] / count);
+            }
+          }
         }
+        roi::StoreBox(args.pooled_layout, a.bins(), channels, box_out, out);
       }
     };
     const int64_t samples =
-        a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4;
-    d.parallelFor(
-        s.num_rois * a.bins(),
-        Eigen::TensorOpCost(samples * channels * 4 * sizeof(T),
-                            channels * sizeof(T), samples * channels * 10),
-        work);
+        a.bins() *
+        (a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4);
+    d.parallelFor(s.num_rois,
+                  Eigen::TensorOpCost(samples * channels * 4 * sizeof(T),
+                                      a.bins() * channels * sizeof(T),
+                                      samples * channels * 10),
+                  work);
   }
 };
 
 template <typename T>
 struct RoiAlignGrad<CPUDevice, T> {
-  void operator()(const CPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, T* grad_features) {
+  void operator()(const CPUDevice& d, const roi::RoiArgs& args,
+                  const T* grads_in, const float* rois, T* grad_features) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
+    std::vector<A> copy;
+    const A* grads = roi::AsAccumulator(
+        d, grads_in, s.num_rois * args.pooled_layout.n_stride, &copy);
+    const roi::Layout& in = args.features_layout;
     const roi::RoisByImage groups =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
+    const int64_t channels = s.out_channels;
     const int64_t samples =
         a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4;
+    // Contributions per row of the map: a box's samples spread over about a
+    // third of its image's rows.
     const int64_t cost =
-        std::max<int64_t>(1, s.num_rois / std::max<int64_t>(s.batch, 1)) *
-        a.bins() * samples * 8;
+        std::max<int64_t>(1, s.num_rois * a.bins() * samples * 4 * channels /
+                                 std::max<int64_t>(s.batch * s.height, 1));
     roi::ParallelBackward(
-        d, s, args.features_layout, cost, grad_features,
-        [&](int64_t n, int64_t c_begin, int64_t c_end, A* image) {
-          const int64_t block = c_end - c_begin;
-          // The incoming gradient of one bin's channel block, over count.
-          std::vector<A> g(block);
+        d, s, in, cost, grad_features,
+        [&](int64_t n, int64_t y_begin, int64_t y_end, A* image) {
+          // Corner offsets (y * h_stride + x * w_stride) in the band.
+          const int64_t lo = y_begin * in.h_stride, hi = y_end * in.h_stride;
+          // The incoming gradient of one row of bins, over count.
+          std::vector<A> g_row(a.pooled_width * channels);
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
             const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, rois + k * 5);
+            if (box.grid_h <= 0 || box.grid_w <= 0) continue;
             const A count = roi::SampleCount(box);
             for (int ph = 0; ph < a.pooled_height; ++ph) {
+              // A sample at y touches rows within one row of max(y, 0) (the
+              // map clamps y below 0); bin rows that miss the band are
+              // skipped. Boxes may be reversed, so either end can be lower.
+              const A y0 =
+                  roi::SamplePoint(box.start_h, ph, box.bin_h, 0, box.grid_h);
+              const A y1 = roi::SamplePoint(box.start_h, ph, box.bin_h,
+                                            box.grid_h - 1, box.grid_h);
+              const A y_min = std::min(y0, y1);
+              const A y_max = std::max(std::max(y0, y1), A(0));
+              if (y_max + A(1) < A(y_begin) || y_min - A(1) >= A(y_end)) {
+                continue;
+              }
+              roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,
+                              channels, grads, g_row.data());
+              for (A& g : g_row) g /= count;
               for (int pw = 0; pw < a.pooled_width; ++pw) {
-                for (int64_t c = c_begin; c < c_end; ++c) {
-                  g[c - c_begin] =
-                      static_cast<A>(
-                          grads[args.pooled_layout.Offset(k, ph, pw, c)]) /
-                      count;
-                }
+                const A* g = g_row.data() + pw * channels;
                 int64_t cs, first;
                 roi::BinChannels(args, ph, pw, &cs, &first);
-                A* channels = image + first + c_begin * cs;
-                roi::ForEachSample(args, box, ph, pw,
-                                   [&](const roi::BilinearSample<A>& p) {
-                                     for (int j = 0; j < 4; ++j) {
-                                       Scatter(channels + p.offset[j], g.data(),
-                                               p.weight[j], cs, block);
-                                     }
-                                   });
+                A* base = image + first;
+                roi::ForEachSample(
+                    args, box, ph, pw, [&](const roi::BilinearSample<A>& p) {
+                      for (int j = 0; j < 4; ++j) {
+                        if (p.offset[j] >= lo && p.offset[j] < hi) {
+                          Scatter(base + p.offset[j], g, p.weight[j], cs,
+                                  channels);
+                        }
+                      }
+                    });
               }
             }
           }

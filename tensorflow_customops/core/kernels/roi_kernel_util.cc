@@ -6,6 +6,7 @@
 #include "tensorflow_customops/core/kernels/roi_kernel_util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -96,23 +97,41 @@ absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
 // argmax must have the pooled shape, and every entry must be -1 or a pixel of
 // the map: the gradient op writes where it points. On GPU the values live in
 // device memory and the kernel skips out-of-range entries instead.
-absl::Status ValidateArgmax(const Tensor& argmax, const TensorShape& expected,
-                            int64_t area, bool check_values) {
+absl::Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
+                            const TensorShape& expected, int64_t area,
+                            bool check_values) {
   if (argmax.shape() != expected) {
     return errors::InvalidArgument("argmax must have shape ",
                                    expected.DebugString(), ", got ",
                                    argmax.shape().DebugString());
   }
   if (!check_values) return absl::OkStatus();
-  const auto values = argmax.flat<int32_t>();
-  for (int64_t i = 0; i < values.size(); ++i) {
-    if (values(i) < -1 || values(i) >= area) {
-      return errors::InvalidArgument("argmax[", i, "] = ", values(i),
+  const int32_t* values = argmax.flat<int32_t>().data();
+  const int64_t size = argmax.NumElements();
+  // Valid values v are -1 .. area - 1, so v + 1 (unsigned) is at most area.
+  // Shards without an early exit vectorise, and split the memory traffic of
+  // an input as large as the pooled tensor over the threads; only a failure
+  // looks for the first bad value.
+  const uint32_t limit = static_cast<uint32_t>(area);
+  std::atomic<bool> bad(false);
+  context->eigen_cpu_device().parallelFor(
+      size, Eigen::TensorOpCost(sizeof(int32_t), 0, 2),
+      [&](int64_t begin, int64_t end) {
+        bool shard_bad = false;
+        for (int64_t i = begin; i < end; ++i) {
+          shard_bad |= static_cast<uint32_t>(values[i]) + 1u > limit;
+        }
+        if (shard_bad) bad = true;
+      });
+  if (!bad) return absl::OkStatus();
+  for (int64_t i = 0; i < size; ++i) {
+    if (static_cast<uint32_t>(values[i]) + 1u > limit) {
+      return errors::InvalidArgument("argmax[", i, "] = ", values[i],
                                      " is not -1 or a pixel index in [0, ",
                                      area, ")");
     }
   }
-  return absl::OkStatus();
+  return errors::Internal("argmax check found no bad value");
 }
 
 absl::Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
@@ -187,8 +206,9 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
       CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
   if (attrs.kind == RoiKind::kPool) {
     const Tensor& argmax = context->input(2);
-    TF_RETURN_IF_ERROR(ValidateArgmax(
-        argmax, grads.shape(), shape.height * shape.width, !options.on_gpu));
+    TF_RETURN_IF_ERROR(ValidateArgmax(context, argmax, grads.shape(),
+                                      shape.height * shape.width,
+                                      !options.on_gpu));
     call->argmax = argmax.flat<int32_t>().data();
   }
   TF_RETURN_IF_ERROR(
@@ -200,26 +220,48 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
 
 namespace {
 
-TensorShape Permuted(const TensorShape& shape, const Eigen::array<int, 4>& p) {
-  return TensorShape({shape.dim_size(p[0]), shape.dim_size(p[1]),
-                      shape.dim_size(p[2]), shape.dim_size(p[3])});
-}
-
+// out[n][j][i] = in[n][i][j] for [batch, rows, cols] `in`, in tiles that fit
+// the L1 cache, in parallel. NCHW to NHWC is rows = C, cols = H * W; NHWC to
+// NCHW the other way round.
 template <typename T>
-void Shuffle(const Eigen::ThreadPoolDevice& d, const Tensor& in,
-             const Eigen::array<int, 4>& perm, Tensor* out) {
-  out->tensor<T, 4>().device(d) = in.tensor<T, 4>().shuffle(perm);
+void TransposeMatrices(const Eigen::ThreadPoolDevice& d, const T* in,
+                       int64_t batch, int64_t rows, int64_t cols, T* out) {
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  d.parallelFor(batch * row_tiles * col_tiles,
+                Eigen::TensorOpCost(kTile * kTile * sizeof(T),
+                                    kTile * kTile * sizeof(T), kTile * kTile),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t tile = begin; tile < end; ++tile) {
+                    const int64_t n = tile / (row_tiles * col_tiles);
+                    const int64_t i0 = tile / col_tiles % row_tiles * kTile;
+                    const int64_t j0 = tile % col_tiles * kTile;
+                    const int64_t i1 = std::min(i0 + kTile, rows);
+                    const int64_t j1 = std::min(j0 + kTile, cols);
+                    const T* src = in + n * rows * cols;
+                    T* dst = out + n * rows * cols;
+                    for (int64_t j = j0; j < j1; ++j) {
+                      for (int64_t i = i0; i < i1; ++i) {
+                        dst[j * rows + i] = src[i * cols + j];
+                      }
+                    }
+                  }
+                });
 }
 
-// out = in with its dimensions permuted; out has the permuted shape.
-absl::Status Transpose(OpKernelContext* context, const Tensor& in,
-                       const Eigen::array<int, 4>& perm, Tensor* out) {
+// `out` = `in` (4-D) with its last three dimensions' sizes read as
+// [rows, cols], transposed to [cols, rows].
+absl::Status Transpose(OpKernelContext* context, const Tensor& in, int64_t rows,
+                       int64_t cols, Tensor* out) {
   const Eigen::ThreadPoolDevice& d =
       context->eigen_device<Eigen::ThreadPoolDevice>();
+  const int64_t batch = in.dim_size(0);
   switch (in.dtype()) {
-#define CASE(T)                   \
-  case DataTypeToEnum<T>::value:  \
-    Shuffle<T>(d, in, perm, out); \
+#define CASE(T)                                                     \
+  case DataTypeToEnum<T>::value:                                    \
+    TransposeMatrices<T>(d, in.flat<T>().data(), batch, rows, cols, \
+                         out->flat<T>().data());                    \
     return absl::OkStatus();
     TF_CALL_half(CASE);
     TF_CALL_bfloat16(CASE);
@@ -231,26 +273,28 @@ absl::Status Transpose(OpKernelContext* context, const Tensor& in,
   }
 }
 
-constexpr Eigen::array<int, 4> kToChannelsLast = {0, 2, 3, 1};
-constexpr Eigen::array<int, 4> kToChannelsFirst = {0, 3, 1, 2};
-
 }  // namespace
 
 absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
                                   Tensor* nhwc) {
-  return context->allocate_temp(nchw.dtype(),
-                                Permuted(nchw.shape(), kToChannelsLast), nhwc);
+  const TensorShape& s = nchw.shape();
+  return context->allocate_temp(
+      nchw.dtype(),
+      TensorShape({s.dim_size(0), s.dim_size(2), s.dim_size(3), s.dim_size(1)}),
+      nhwc);
 }
 
 absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
                             Tensor* nhwc) {
   TF_RETURN_IF_ERROR(AllocateChannelsLast(context, nchw, nhwc));
-  return Transpose(context, nchw, kToChannelsLast, nhwc);
+  return Transpose(context, nchw, nchw.dim_size(1),
+                   nchw.dim_size(2) * nchw.dim_size(3), nhwc);
 }
 
 absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
                              Tensor* nchw) {
-  return Transpose(context, nhwc, kToChannelsFirst, nchw);
+  return Transpose(context, nhwc, nhwc.dim_size(1) * nhwc.dim_size(2),
+                   nhwc.dim_size(3), nchw);
 }
 
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,

@@ -6,6 +6,7 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -84,51 +85,120 @@ RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
                              int64_t batch);
 
 // Runs a CPU backward pass deterministically and in parallel. Work item
-// (image n, block of output channels) calls
-//   body(n, c_begin, c_end, A* image_grad)
-// which adds into image n's gradient (laid out as the features) for output
-// channels [c_begin, c_end) only: as every output channel maps to its own
-// input channels, no two items write the same element, and each element sums
-// its contributions in the order the body visits them, whatever the thread
-// count. Half and bfloat16 gradients accumulate in float and round once.
-// Requires EIGEN_USE_THREADS.
+// (image n, band of rows [y_begin, y_end)) calls
+//   body(n, y_begin, y_end, A* image_grad)
+// which adds into image n's gradient, laid out as `features_layout` (NHWC, as
+// the CPU kernels run), the contributions that land on rows
+// [y_begin, y_end), with every channel. No two items write the same element,
+// and each element sums its contributions in the order the body visits them,
+// whatever the bands, so the result does not depend on the thread count.
+// Bands are sized to stay in a core's L2 cache while contributions are added
+// (about 512 KiB), and there are at least four items per thread. Half and
+// bfloat16 gradients accumulate in float and round once. Requires
+// EIGEN_USE_THREADS.
 template <typename T, typename Body>
 void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
-                      const Layout& features_layout, int64_t cost_per_channel,
+                      const Layout& features_layout, int64_t cost_per_row,
                       T* grad_features, const Body& body) {
   typedef typename AccumulatorType<T>::type A;
-  const int64_t size = s.batch * s.height * s.width * s.channels;
   constexpr bool kSeparateBuffer = !std::is_same<T, A>::value;
-  std::vector<A> buffer(kSeparateBuffer ? size : 0);
-  A* out =
-      kSeparateBuffer ? buffer.data() : reinterpret_cast<A*>(grad_features);
-  std::fill(out, out + size, A(0));
-  // Every item recomputes its boxes' sample weights, so blocks are as wide
-  // as four items per thread allow.
+  const int64_t row = features_layout.h_stride;
+  std::unique_ptr<A[]> buffer(
+      kSeparateBuffer ? new A[s.batch * features_layout.n_stride] : nullptr);
+  A* out = kSeparateBuffer ? buffer.get() : reinterpret_cast<A*>(grad_features);
+  constexpr int64_t kBandBytes = 512 << 10;
   const int64_t wanted = (4 * std::max(d.numThreads(), 1) + s.batch - 1) /
                          std::max<int64_t>(s.batch, 1);
-  const int64_t block = std::max<int64_t>(
-      1, (s.out_channels + wanted - 1) / std::max<int64_t>(wanted, 1));
-  const int64_t blocks = (s.out_channels + block - 1) / block;
+  const int64_t rows = std::max<int64_t>(
+      1, std::min(kBandBytes / std::max<int64_t>(row * sizeof(A), 1),
+                  (s.height + wanted - 1) / std::max<int64_t>(wanted, 1)));
+  const int64_t bands = (s.height + rows - 1) / rows;
   d.parallelFor(
-      s.batch * blocks,
-      Eigen::TensorOpCost(cost_per_channel * block, cost_per_channel * block,
-                          cost_per_channel * block),
+      s.batch * bands,
+      Eigen::TensorOpCost(row * rows * sizeof(T), row * rows * sizeof(T),
+                          cost_per_row * rows),
       [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
-          const int64_t n = item / blocks;
-          const int64_t c_begin = item % blocks * block;
-          const int64_t c_end = std::min(c_begin + block, s.out_channels);
-          body(n, c_begin, c_end, out + n * features_layout.n_stride);
+          const int64_t n = item / bands;
+          const int64_t y_begin = item % bands * rows;
+          const int64_t y_end = std::min(y_begin + rows, s.height);
+          A* image = out + n * features_layout.n_stride;
+          // Zeroed here rather than up front, so that each band's pages are
+          // first touched by the thread that fills them.
+          std::fill(image + y_begin * row, image + y_end * row, A(0));
+          body(n, y_begin, y_end, image);
+          if (kSeparateBuffer) {
+            T* dst = grad_features + n * features_layout.n_stride;
+            for (int64_t i = y_begin * row; i < y_end * row; ++i) {
+              dst[i] = static_cast<T>(image[i]);
+            }
+          }
         }
       });
-  if (kSeparateBuffer) {
-    d.parallelFor(size, Eigen::TensorOpCost(sizeof(A), sizeof(T), 1),
+}
+
+// Where a box's pooled values are gathered bin by bin ([bins, channels]):
+// straight into the pooled tensor `out` (the box's slice) in NHWC, in
+// `scratch` (that size) in NCHW, whose StoreBox then writes them transposed,
+// in the order of `out` in memory.
+template <typename T>
+T* BoxOutput(const Layout& layout, T* out, T* scratch) {
+  return layout.c_stride == 1 ? out : scratch;
+}
+template <typename T>
+void StoreBox(const Layout& layout, int64_t bins, int64_t channels,
+              const T* box, T* out) {
+  if (layout.c_stride == 1) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t b = 0; b < bins; ++b)
+      out[c * bins + b] = box[b * channels + c];
+  }
+}
+
+// row[pw * channels + c] = src at (k, ph, pw, c) of a pooled-shape tensor in
+// `layout`, for the `width` bins of row ph: one row of bins, read in the order
+// it lies in memory in either layout.
+template <typename S, typename D>
+void LoadBinRow(const Layout& layout, int64_t k, int ph, int width,
+                int64_t channels, const S* src, D* row) {
+  if (layout.c_stride == 1) {
+    const S* in = src + layout.Offset(k, ph, 0, 0);
+    for (int64_t i = 0; i < width * channels; ++i) {
+      row[i] = static_cast<D>(in[i]);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const S* in = src + layout.Offset(k, ph, 0, c);
+    for (int pw = 0; pw < width; ++pw) {
+      row[pw * channels + c] = static_cast<D>(in[pw]);
+    }
+  }
+}
+
+// `data` (`size` elements) in the accumulation type: `data` itself for float
+// and double; for half and bfloat16 a float copy, made in parallel into
+// `copy`. Float holds every half and bfloat16 value exactly, so a kernel
+// reading the copy computes what it would reading `data`, in the float loops,
+// which are the vectorised ones (cpu_simd.h), and converts each value once
+// instead of at every read. Requires EIGEN_USE_THREADS.
+template <typename T>
+const typename AccumulatorType<T>::type* AsAccumulator(
+    const Eigen::ThreadPoolDevice& d, const T* data, int64_t size,
+    std::vector<typename AccumulatorType<T>::type>* copy) {
+  typedef typename AccumulatorType<T>::type A;
+  if constexpr (std::is_same<T, A>::value) {
+    return data;
+  } else {
+    copy->resize(size);
+    A* out = copy->data();
+    d.parallelFor(size, Eigen::TensorOpCost(sizeof(T), sizeof(A), 4),
                   [&](int64_t begin, int64_t end) {
                     for (int64_t i = begin; i < end; ++i) {
-                      grad_features[i] = static_cast<T>(buffer[i]);
+                      out[i] = static_cast<A>(data[i]);
                     }
                   });
+    return out;
   }
 }
 

@@ -1,14 +1,17 @@
-"""CPU benchmark of RoI Align: tfco.roi_align (NHWC and NCHW, and NHWC under
-jit_compile=True, lowered by XLA), torchvision's roi_align (if importable) and
-a pure-TensorFlow composition (also under XLA, where it compiles), forward and
-forward+backward, at 1 and 2 intra-op threads.
+"""CPU benchmark of the RoI ops (RoiAlign, RoiPool, PsRoiAlign, PsRoiPool):
+tfco in NHWC and NCHW, torchvision (if importable) and a pure-TensorFlow
+composition, forward and forward+backward, at 1 and 2 intra-op threads;
+RoiAlign also under jit_compile=True (lowered by XLA) and in half and
+bfloat16.
 
     bazel run //tensorflow_customops/python/benchmarks:roi_benchmark [-- --quick]
 
 Each thread count runs in its own Python process, because TensorFlow fixes its
 thread pools when the first op runs. Inter-op threads are 1 in both libraries,
-so the thread count is the only parallelism. Times are the median of several
-repetitions after warm-up; ratios above 1 mean tfco (NHWC) is faster.
+so the thread count is the only parallelism. Candidates are called in turn,
+one call each per round, and each one's median is reported; ratios above 1
+mean tfco (NHWC) is faster. A forward+backward step returns the pooled output
+and the feature gradient, as a training step needs both.
 """
 
 import argparse
@@ -21,15 +24,31 @@ import time
 
 import numpy as np
 
-# name: (N, C, H=W, K, output size, repetitions)
+# name: (N, C, H=W, K, output size, rounds). The position-sensitive ops take
+# C = 49 * C_out channels (7 x 7 bins); their cases use C_out = C // 32.
 _CASES = {
     "small": (1, 64, 32, 64, 7, 20),
     "default": (2, 256, 64, 512, 7, 9),
     "large": (4, 256, 96, 1024, 7, 5),
 }
 _QUICK_CASES = {"quick": (1, 16, 16, 32, 7, 3)}
+# Cases per op: the large case only for RoiAlign, to bound the run time.
+_OP_CASES = {
+    "roi_align": ("small", "default", "large"),
+    "roi_pool": ("small", "default"),
+    "ps_roi_align": ("small", "default"),
+    "ps_roi_pool": ("small", "default"),
+}
+# RoiAlign in reduced precision on the default case: tfco NHWC only.
+_LOW_PRECISION_CASE = "default"
 _SAMPLING_RATIO = 2
 _SPATIAL_SCALE = 1.0 / 16
+
+
+def _channels(op, c, out):
+    if op.startswith("ps_"):
+        return max(1, c // 32) * out * out
+    return c
 
 
 def _inputs(n, c, size, k, out):
@@ -45,44 +64,54 @@ def _inputs(n, c, size, k, out):
         ],
         axis=1,
     ).astype(np.float32)
-    upstream = rng.normal(size=(k, out, out, c)).astype(np.float32)
-    return features, rois, upstream
+    return features, rois
 
 
-def _median_ms(fn, repetitions):
+def _median_ms(fns, rounds):
+    """Median ms of each function, called in turn (one call each per round)
+    after two warm-up rounds, so that a slow spell falls on all alike."""
     for _ in range(2):
-        fn()
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, fn_times in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            fn_times.append(time.perf_counter() - start)
+    return [1000 * statistics.median(t) for t in times]
 
 
-def _composition(tf, features, rois, output_size):
-    """roi_align(aligned=True, sampling_ratio=2) from TensorFlow ops.
+# Compositions: each op from TensorFlow ops only, in NHWC.
 
-    crop_and_resize samples an (output * ratio) grid per box, placed at the
-    centres of roi_align's sampling cells; a 1-pixel edge padding reproduces
-    roi_align's clamping within one pixel of the border (and its zeros
-    beyond, via extrapolation_value); average pooling merges each bin.
-    """
-    height, width = features.shape[1], features.shape[2]
-    padded = tf.pad(features, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="SYMMETRIC")
-    grid = output_size * _SAMPLING_RATIO
-    # Box edges in padded feature-map pixels, half-pixel shifted as aligned=True.
-    x1, y1, x2, y2 = tf.unstack(rois[:, 1:] * _SPATIAL_SCALE + 0.5, axis=1)
+
+def _padded_sampling_boxes(tf, height, width, y1, x1, y2, x2, grid):
+    """crop_and_resize boxes whose grid x grid samples sit at the centres of
+    roi_align's sampling cells in [y1, y2] x [x1, x2] (feature-map pixels of a
+    map edge-padded by 1), normalised as crop_and_resize wants them."""
     step_y, step_x = (y2 - y1) / grid, (x2 - x1) / grid
-    boxes = tf.stack(
+    return tf.stack(
         [
             (y1 + step_y / 2) / (height + 1),
             (x1 + step_x / 2) / (width + 1),
             (y2 - step_y / 2) / (height + 1),
             (x2 - step_x / 2) / (width + 1),
         ],
-        axis=1,
+        axis=-1,
     )
+
+
+def _roi_align_composition(tf, features, rois, out):
+    """roi_align(aligned=True, sampling_ratio=2): crop_and_resize onto the
+    sampling grid of an edge-padded map (the padding reproduces roi_align's
+    clamping within one pixel of the border, extrapolation_value its zeros
+    beyond), then average pooling of each bin's samples."""
+    height, width = features.shape[1], features.shape[2]
+    padded = tf.pad(features, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="SYMMETRIC")
+    grid = out * _SAMPLING_RATIO
+    # Half-pixel shift of aligned=True, plus one for the padding.
+    x1, y1, x2, y2 = tf.unstack(rois[:, 1:] * _SPATIAL_SCALE + 0.5, axis=1)
+    boxes = _padded_sampling_boxes(tf, height, width, y1, x1, y2, x2, grid)
     samples = tf.image.crop_and_resize(
         padded,
         boxes,
@@ -93,104 +122,264 @@ def _composition(tf, features, rois, output_size):
     return tf.nn.avg_pool2d(samples, _SAMPLING_RATIO, _SAMPLING_RATIO, "VALID")
 
 
-def _gradient_fn(tf, forward, x, dy, jit_compile):
-    """features -> d(sum(forward(features) * dy))/d(features), as a tf.function."""
+def _by_bin_group(tf, features, out):
+    """[N, H, W, C_out * bins] -> [N * bins, H, W, C_out]: the channels each
+    bin of the position-sensitive ops reads, as a map of their own."""
+    n, height, width, c = features.shape
+    bins = out * out
+    grouped = tf.reshape(features, [n, height, width, c // bins, bins])
+    grouped = tf.transpose(grouped, [0, 4, 1, 2, 3])
+    return tf.reshape(grouped, [n * bins, height, width, c // bins])
+
+
+def _bin_edges(tf, start, end, out):
+    """[K, out] starts and ends of the bins of boxes [start, end]."""
+    size = (end - start)[:, None] / out
+    index = tf.range(out, dtype=start.dtype)[None, :]
+    return start[:, None] + index * size, start[:, None] + (index + 1) * size
+
+
+def _ps_roi_align_composition(tf, features, rois, out):
+    """ps_roi_align(sampling_ratio=2): each bin's channel group is its own
+    map (one transpose), and crop_and_resize samples each bin's 2 x 2 grid in
+    its group, averaged."""
+    n, height, width, c = features.shape
+    bins = out * out
+    grouped = _by_bin_group(tf, features, out)
+    padded = tf.pad(grouped, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="SYMMETRIC")
+    x1, y1, x2, y2 = tf.unstack(rois[:, 1:] * _SPATIAL_SCALE + 0.5, axis=1)
+    ys, ye = _bin_edges(tf, y1, y2, out)
+    xs, xe = _bin_edges(tf, x1, x2, out)
+    # [K, out, out] bin boxes, ph major.
+    shape = [rois.shape[0], out, out]
+    y_lo, y_hi = (tf.broadcast_to(y[:, :, None], shape) for y in (ys, ye))
+    x_lo, x_hi = (tf.broadcast_to(x[:, None, :], shape) for x in (xs, xe))
+    boxes = _padded_sampling_boxes(
+        tf, height, width, y_lo, x_lo, y_hi, x_hi, _SAMPLING_RATIO
+    )
+    group_index = tf.cast(rois[:, 0], tf.int32)[:, None] * bins + tf.range(bins)
+    samples = tf.image.crop_and_resize(
+        padded,
+        tf.reshape(boxes, [-1, 4]),
+        tf.reshape(group_index, [-1]),
+        [_SAMPLING_RATIO, _SAMPLING_RATIO],
+        extrapolation_value=0.0,
+    )
+    pooled = tf.reduce_mean(samples, axis=[1, 2])
+    return tf.reshape(pooled, [-1, out, out, c // bins])
+
+
+def _pool_bins(tf, start, end, out, size, position_sensitive):
+    """Integer bin bounds [K, out] as torchvision's pooling ops round them."""
+    start = tf.floor(start * _SPATIAL_SCALE + 0.5)
+    end = tf.floor(end * _SPATIAL_SCALE + 0.5)
+    extent = tf.maximum(end - start + (0.0 if position_sensitive else 1.0), 1.0)
+    bin_size = extent[:, None] / out
+    index = tf.range(out, dtype=tf.float32)[None, :]
+    limit = size - 1 if position_sensitive else size
+    lo = tf.clip_by_value(tf.floor(index * bin_size) + start[:, None], 0, limit)
+    hi = tf.clip_by_value(
+        tf.math.ceil((index + 1) * bin_size) + start[:, None], 0, limit
+    )
+    return tf.cast(lo, tf.int32), tf.cast(hi, tf.int32)
+
+
+def _ps_roi_pool_composition(tf, features, rois, out):
+    """ps_roi_pool exactly (up to rounding): each bin's average is four
+    lookups in the integral image (cumulative sums) of its channel group."""
+    n, height, width, c = features.shape
+    bins = out * out
+    grouped = _by_bin_group(tf, features, out)
+    integral = tf.pad(
+        tf.cumsum(tf.cumsum(grouped, axis=1), axis=2), [[0, 0], [1, 0], [1, 0], [0, 0]]
+    )
+    h_lo, h_hi = _pool_bins(tf, rois[:, 2], rois[:, 4], out, height, True)
+    w_lo, w_hi = _pool_bins(tf, rois[:, 1], rois[:, 3], out, width, True)
+    group = tf.cast(rois[:, 0], tf.int32)[:, None, None] * bins + tf.reshape(
+        tf.range(bins), [1, out, out]
+    )
+
+    def corner(h, w):
+        h = tf.broadcast_to(h[:, :, None], group.shape)
+        w = tf.broadcast_to(w[:, None, :], group.shape)
+        return tf.gather_nd(integral, tf.stack([group, h, w], axis=-1))
+
+    total = (
+        corner(h_hi, w_hi)
+        - corner(h_lo, w_hi)
+        - corner(h_hi, w_lo)
+        + corner(h_lo, w_lo)
+    )
+    area = tf.cast((h_hi - h_lo)[:, :, None] * (w_hi - w_lo)[:, None, :], tf.float32)[
+        ..., None
+    ]
+    return tf.math.divide_no_nan(total, area)
+
+
+def _roi_pool_composition(tf, features, rois, out):
+    """The usual TensorFlow stand-in for roi_pool (as in TensorFlow ports of
+    Faster R-CNN): nearest-neighbour crop_and_resize onto a 2 x 2 grid per bin,
+    then max pooling. It takes the maximum of 4 pixels per bin rather than of
+    every pixel in the bin, so it is not the same function."""
+    height, width = features.shape[1], features.shape[2]
+    x1, y1, x2, y2 = tf.unstack(rois[:, 1:] * _SPATIAL_SCALE, axis=1)
+    boxes = tf.stack(
+        [y1 / (height - 1), x1 / (width - 1), y2 / (height - 1), x2 / (width - 1)],
+        axis=1,
+    )
+    grid = 2 * out
+    samples = tf.image.crop_and_resize(
+        features,
+        boxes,
+        tf.cast(rois[:, 0], tf.int32),
+        [grid, grid],
+        method="nearest",
+    )
+    return tf.nn.max_pool2d(samples, 2, 2, "VALID")
+
+
+_COMPOSITIONS = {
+    "roi_align": _roi_align_composition,
+    "roi_pool": _roi_pool_composition,
+    "ps_roi_align": _ps_roi_align_composition,
+    "ps_roi_pool": _ps_roi_pool_composition,
+}
+
+
+def _tfco_forward(tfco, op, rois, out, data_format):
+    fn = getattr(tfco, op)
+    kwargs = {"spatial_scale": _SPATIAL_SCALE, "data_format": data_format}
+    if op == "roi_align":
+        kwargs.update(sampling_ratio=_SAMPLING_RATIO, aligned=True)
+    elif op == "ps_roi_align":
+        kwargs.update(sampling_ratio=_SAMPLING_RATIO)
+    return lambda x: fn(x, rois, out, **kwargs)
+
+
+def _step_fns(tf, forward, x, jit_compile):
+    """(forward, forward+backward) as tf.functions of the fixed features x;
+    the second returns the output and d(sum(output * dy))/d(features)."""
+    fwd = tf.function(lambda: forward(x), jit_compile=jit_compile)
+    dy = tf.constant(np.random.default_rng(1).normal(size=fwd().shape), x.dtype)
 
     @tf.function(jit_compile=jit_compile)
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = forward(x)
-        return tape.gradient(y, x, output_gradients=dy)
+        return y, tape.gradient(y, x, output_gradients=dy)
 
-    return step
+    return fwd, step
 
 
 def _max_abs_diff(a, b):
-    return float(np.max(np.abs(a - b)))
+    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
 
 
-def _bench_tf(tf, tfco, spec, features_np, rois_np, upstream_np):
-    _, _, _, _, out, reps = spec
+def _bench_tf(tf, tfco, op, spec, features_np, rois_np):
+    out, rounds = spec[4], spec[5]
     rois = tf.constant(rois_np)
-    align = {
-        "spatial_scale": _SPATIAL_SCALE,
-        "sampling_ratio": _SAMPLING_RATIO,
-        "aligned": True,
-    }
     to_nchw = (0, 3, 1, 2)
-
-    def ours(data_format):
-        return lambda x: tfco.roi_align(x, rois, out, data_format=data_format, **align)
-
-    def composition(x):
-        return _composition(tf, x, rois, out)
-
-    # name: (forward, features, upstream gradient, jit_compile)
+    composition = _COMPOSITIONS[op]
+    # name: (forward, features, jit_compile)
     impls = {
-        "tfco_nhwc": (ours("NHWC"), features_np, upstream_np, False),
+        "tfco_nhwc": (_tfco_forward(tfco, op, rois, out, "NHWC"), features_np, False),
         "tfco_nchw": (
-            ours("NCHW"),
+            _tfco_forward(tfco, op, rois, out, "NCHW"),
             features_np.transpose(to_nchw),
-            upstream_np.transpose(to_nchw),
             False,
         ),
-        "tfco_jit": (ours("NHWC"), features_np, upstream_np, True),
-        "tf_composition": (composition, features_np, upstream_np, False),
-        "tf_composition_jit": (composition, features_np, upstream_np, True),
+        "tf_composition": (lambda x: composition(tf, x, rois, out), features_np, False),
     }
-    row, outputs = {}, {}
-    for impl, (forward, x, dy, jit) in impls.items():
-        x, dy = tf.constant(x), tf.constant(dy)
-        fwd = tf.function(lambda f=forward, x=x: f(x), jit_compile=jit)
+    if op == "roi_align":
+        impls["tfco_jit"] = (impls["tfco_nhwc"][0], features_np, True)
+        impls["tf_composition_jit"] = (impls["tf_composition"][0], features_np, True)
+    row, outputs, fns = {}, {}, {}
+    for impl, (forward, x, jit) in impls.items():
         try:
+            fwd, step = _step_fns(tf, forward, tf.constant(x), jit)
             outputs[impl] = fwd().numpy()
+            step()
         except tf.errors.InvalidArgumentError as error:
             # crop_and_resize has no XLA lowering in TensorFlow.
             row[impl] = (None, None)
             row[impl + "_skipped"] = str(error).splitlines()[0]
             continue
-        row[impl] = (
-            _median_ms(fwd, reps),
-            _median_ms(_gradient_fn(tf, forward, x, dy, jit), reps),
-        )
+        fns[impl] = (fwd, step)
+    names = list(fns)
+    for index in (0, 1):
+        times = _median_ms([fns[name][index] for name in names], rounds)
+        for name, ms in zip(names, times):
+            row.setdefault(name, [None, None])[index] = ms
     ours = outputs["tfco_nhwc"]
     row["max_abs_diff_composition"] = _max_abs_diff(outputs["tf_composition"], ours)
     row["max_abs_diff_nchw"] = _max_abs_diff(
         outputs["tfco_nchw"].transpose(0, 2, 3, 1), ours
     )
-    row["max_abs_diff_jit"] = _max_abs_diff(outputs["tfco_jit"], ours)
+    if "tfco_jit" in outputs:
+        row["max_abs_diff_jit"] = _max_abs_diff(outputs["tfco_jit"], ours)
     return row, ours
 
 
-def _bench_torchvision(torch, tv_roi_align, spec, features_np, rois_np, upstream_np):
-    _, _, _, _, out, reps = spec
+def _bench_low_precision(tf, tfco, spec, features_np, rois_np):
+    """RoiAlign NHWC in float32, float16 and bfloat16, timed in turn."""
+    out, rounds = spec[4], spec[5]
+    forward = _tfco_forward(tfco, "roi_align", tf.constant(rois_np), out, "NHWC")
+    dtypes = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
+    fns = {
+        name: _step_fns(tf, forward, tf.constant(features_np, dtype), False)
+        for name, dtype in dtypes.items()
+    }
+    row = {}
+    for index in (0, 1):
+        times = _median_ms([fns[name][index] for name in dtypes], rounds)
+        for name, ms in zip(dtypes, times):
+            row.setdefault(name, [None, None])[index] = ms
+    return row
+
+
+def _bench_torchvision(torch, tv_ops, op, spec, features_np, rois_np):
+    out, rounds = spec[4], spec[5]
     features = torch.from_numpy(features_np.transpose(0, 3, 1, 2).copy())
     rois = torch.from_numpy(rois_np)
-    dy = torch.from_numpy(upstream_np.transpose(0, 3, 1, 2).copy())
+    fn = getattr(tv_ops, op)
+    args = (out, _SPATIAL_SCALE)
+    kwargs = {}
+    if op == "roi_align":
+        args += (_SAMPLING_RATIO,)
+        kwargs["aligned"] = True
+    elif op == "ps_roi_align":
+        args += (_SAMPLING_RATIO,)
+    with torch.no_grad():
+        shape = fn(features, rois, *args, **kwargs).shape
+    dy = torch.from_numpy(
+        np.random.default_rng(1).normal(size=shape).astype(np.float32)
+    )
     # One leaf reused, so the backward timing holds no feature-map copy.
     leaf = features.clone().requires_grad_(True)
 
-    def forward(x=features):
-        return tv_roi_align(x, rois, out, _SPATIAL_SCALE, _SAMPLING_RATIO, aligned=True)
+    def forward():
+        with torch.no_grad():
+            return fn(features, rois, *args, **kwargs)
 
     def forward_backward():
         leaf.grad = None
-        forward(leaf).backward(dy)
-        return leaf.grad
+        y = fn(leaf, rois, *args, **kwargs)
+        y.backward(dy)
+        return y, leaf.grad
 
-    with torch.no_grad():
-        output = forward().numpy().transpose(0, 2, 3, 1)
-        forward_ms = _median_ms(forward, reps)
-    return (forward_ms, _median_ms(forward_backward, reps)), output
+    output = forward().numpy().transpose(0, 2, 3, 1)
+    return tuple(
+        _median_ms([forward], rounds) + _median_ms([forward_backward], rounds)
+    ), output
 
 
-def _run_worker(threads, cases):
+def _run_worker(threads, cases, op_cases):
     # torchvision first: importing it after TensorFlow 2.21 crashes
     # (segmentation fault, seen with torch 2.14 / torchvision 0.29).
     try:
         import torch
-        from torchvision.ops import roi_align as tv_roi_align
+        import torchvision.ops as tv_ops
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(1)
@@ -204,18 +393,28 @@ def _run_worker(threads, cases):
     import tensorflow_customops as tfco
 
     results = []
-    for name, spec in cases.items():
-        n, c, size, k, out, _ = spec
-        inputs = _inputs(n, c, size, k, out)
-        row, ours = _bench_tf(tf, tfco, spec, *inputs)
-        row.update(case=name, threads=threads, shape=(n, c, size, k, out))
-        if torch_missing is None:
-            row["torchvision"], tv_out = _bench_torchvision(
-                torch, tv_roi_align, spec, *inputs
-            )
-            row["max_abs_diff_torchvision"] = _max_abs_diff(tv_out, ours)
-        else:
-            row["torchvision_skipped"] = torch_missing
+    for op, names in op_cases.items():
+        for name in names:
+            n, c, size, k, out, _ = spec = cases[name]
+            c = _channels(op, c, out)
+            features_np, rois_np = _inputs(n, c, size, k, out)
+            row, ours = _bench_tf(tf, tfco, op, spec, features_np, rois_np)
+            row.update(op=op, case=name, threads=threads, shape=(n, c, size, k, out))
+            if torch_missing is None:
+                row["torchvision"], tv_out = _bench_torchvision(
+                    torch, tv_ops, op, spec, features_np, rois_np
+                )
+                row["max_abs_diff_torchvision"] = _max_abs_diff(tv_out, ours)
+            else:
+                row["torchvision_skipped"] = torch_missing
+            results.append(row)
+    if "roi_align" in op_cases:
+        name = (
+            _LOW_PRECISION_CASE if _LOW_PRECISION_CASE in cases else next(iter(cases))
+        )
+        spec = cases[name]
+        row = _bench_low_precision(tf, tfco, spec, *_inputs(*spec[:5]))
+        row.update(op="roi_align dtypes", case=name, threads=threads)
         results.append(row)
     print(json.dumps(results))
 
@@ -225,68 +424,125 @@ def _ms(value):
 
 
 def _ratio(other, ours):
-    return f"{other / ours:7.2f}x" if other is not None else "     n/a"
+    return f"{other / ours:7.2f}x" if other is not None and ours else "     n/a"
 
 
-def _print_table(rows):
+def _print_op_table(op, rows):
+    jit = op == "roi_align"
     header = (
         f"{'case':8} {'thr':>3} {'pass':8} {'tfco NHWC':>9} {'tfco NCHW':>9} "
-        f"{'tfco jit':>9} {'torchvis':>9} {'TF comp':>9} {'comp jit':>9} "
-        f"{'tv/tfco':>8} {'comp/tfco':>9} {'jit/tfco':>8} {'compjit/jit':>11}"
+        + (f"{'tfco jit':>9} " if jit else "")
+        + f"{'torchvis':>9} {'TF comp':>9} "
+        + (f"{'comp jit':>9} " if jit else "")
+        + f"{'tv/tfco':>8} {'comp/tfco':>9} {'NCHW/NHWC':>9}"
+        + (f" {'jit/tfco':>8}" if jit else "")
     )
+    print(f"== {op}")
     print(header)
     print("-" * len(header))
     for row in rows:
         for index, label in ((0, "fwd"), (1, "fwd+bwd")):
             ours = row["tfco_nhwc"][index]
+            nchw = row["tfco_nchw"][index]
             tv = row["torchvision"][index] if "torchvision" in row else None
             comp = row["tf_composition"][index]
-            jit = row["tfco_jit"][index]
-            comp_jit = row["tf_composition_jit"][index]
-            print(
-                f"{row['case']:8} {row['threads']:3d} {label:8} {_ms(ours)} "
-                f"{_ms(row['tfco_nchw'][index])} {_ms(jit)} {_ms(tv)} {_ms(comp)} "
-                f"{_ms(comp_jit)} {_ratio(tv, ours)} {_ratio(comp, ours):>9} "
-                f"{_ratio(jit, ours)} {_ratio(comp_jit, jit):>11}"
+            line = f"{row['case']:8} {row['threads']:3d} {label:8} "
+            line += f"{_ms(ours)} {_ms(nchw)} "
+            if jit:
+                line += f"{_ms(row['tfco_jit'][index])} "
+            line += f"{_ms(tv)} {_ms(comp)} "
+            if jit:
+                line += f"{_ms(row['tf_composition_jit'][index])} "
+            line += (
+                f"{_ratio(tv, ours)} {_ratio(comp, ours):>9} {_ratio(nchw, ours):>9}"
             )
+            if jit:
+                line += f" {_ratio(row['tfco_jit'][index], ours)}"
+            print(line)
     print()
-    print(
-        "times in ms (median); ratios: other time / tfco NHWC time (>1: tfco "
-        "faster), except jit/tfco = tfco jit time / tfco NHWC time (the cost of "
-        "XLA's lowering) and compjit/jit = composition jit time / tfco jit time"
-    )
     for row in rows:
         n, c, size, k, out = row["shape"]
-        diffs = (
-            f"NCHW vs NHWC {row['max_abs_diff_nchw']:.3g}, "
-            f"jit {row['max_abs_diff_jit']:.3g}, "
-        )
+        diffs = f"NCHW vs NHWC {row['max_abs_diff_nchw']:.3g}, "
+        if "max_abs_diff_jit" in row:
+            diffs += f"jit {row['max_abs_diff_jit']:.3g}, "
         if "torchvision" in row:
             diffs += f"torchvision {row['max_abs_diff_torchvision']:.3g}, "
         diffs += f"TF composition {row['max_abs_diff_composition']:.3g}"
         print(
             f"{row['case']} (threads={row['threads']}): N={n} C={c} H=W={size} K={k} "
-            f"{out}x{out} sampling_ratio={_SAMPLING_RATIO} aligned=True; "
-            f"max |other - tfco NHWC| forward: {diffs}"
+            f"{out}x{out}; max |other - tfco NHWC| forward: {diffs}"
         )
         for skipped in ("torchvision_skipped", "tf_composition_jit_skipped"):
             if skipped in row:
                 print(f"  {skipped.replace('_skipped', '')} skipped: {row[skipped]}")
+    print()
+
+
+def _print_dtype_table(rows):
+    header = (
+        f"{'case':8} {'thr':>3} {'pass':8} {'float32':>9} {'float16':>9} "
+        f"{'bfloat16':>9} {'f16/f32':>8} {'bf16/f32':>8}"
+    )
+    print("== roi_align (tfco NHWC) by dtype")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        for index, label in ((0, "fwd"), (1, "fwd+bwd")):
+            f32, f16, bf16 = (row[t][index] for t in ("float32", "float16", "bfloat16"))
+            print(
+                f"{row['case']:8} {row['threads']:3d} {label:8} {_ms(f32)} {_ms(f16)} "
+                f"{_ms(bf16)} {_ratio(f16, f32)} {_ratio(bf16, f32)}"
+            )
+    print()
+
+
+def _print_tables(rows):
+    for op in _OP_CASES:
+        op_rows = [row for row in rows if row["op"] == op]
+        if op_rows:
+            _print_op_table(op, op_rows)
+    dtype_rows = [row for row in rows if row["op"] == "roi_align dtypes"]
+    if dtype_rows:
+        _print_dtype_table(dtype_rows)
+    print(
+        "times in ms (median); ratios: other time / tfco NHWC time (>1: tfco "
+        "faster); NCHW/NHWC and jit/tfco are the cost of that layout or of XLA's "
+        "lowering; f16/f32 and bf16/f32 are that dtype's time over float32's"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one tiny case, smoke run")
     parser.add_argument("--threads", default="1,2", help="comma-separated counts")
+    parser.add_argument(
+        "--ops", default=",".join(_OP_CASES), help="comma-separated ops to time"
+    )
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    cases = _QUICK_CASES if args.quick else _CASES
+    ops = args.ops.split(",")
+    unknown = sorted(set(ops) - set(_OP_CASES))
+    if unknown:
+        parser.error(f"unknown ops {unknown}; choose from {sorted(_OP_CASES)}")
+    if args.quick:
+        cases = _QUICK_CASES
+        op_cases = {op: ("quick",) for op in ops}
+    else:
+        cases = _CASES
+        op_cases = {op: _OP_CASES[op] for op in ops}
     if args.worker:
-        _run_worker(args.worker, cases)
+        _run_worker(args.worker, cases, op_cases)
         return
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):
-        command = [sys.executable, __file__, "--worker", str(threads)]
+        command = [
+            sys.executable,
+            __file__,
+            "--worker",
+            str(threads),
+            "--ops",
+            args.ops,
+        ]
         if args.quick:
             command.append("--quick")
         worker = subprocess.run(
@@ -301,7 +557,7 @@ def main():
                 f"{worker.stderr}"
             )
         rows.extend(json.loads(worker.stdout.strip().splitlines()[-1]))
-    _print_table(rows)
+    _print_tables(rows)
 
 
 if __name__ == "__main__":
