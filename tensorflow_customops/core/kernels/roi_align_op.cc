@@ -161,8 +161,8 @@ struct RoiAlignGrad<CPUDevice, T> {
         std::max<int64_t>(1, s.num_rois * a.bins() * samples * 4 * channels /
                                  std::max<int64_t>(s.batch * s.height, 1));
     roi::ParallelBackward(
-        d, s, in, cost, grad_features,
-        [&](int64_t n, int64_t y_begin, int64_t y_end, A* image) {
+        d, args, cost, grad_features,
+        [&](int64_t n, int64_t y_begin, int64_t y_end, A* band) {
           // Corner offsets (y * h_stride + x * w_stride) in the band.
           const int64_t lo = y_begin * in.h_stride, hi = y_end * in.h_stride;
           // The incoming gradient of one row of bins, over count.
@@ -192,13 +192,14 @@ struct RoiAlignGrad<CPUDevice, T> {
                 const A* g = g_row.data() + pw * channels;
                 int64_t cs, first;
                 roi::BinChannels(args, ph, pw, &cs, &first);
-                A* base = image + first;
+                // Offset of channel `first` at the band's first element.
+                const int64_t base = first - lo;
                 roi::ForEachSample(
                     args, box, ph, pw, [&](const roi::BilinearSample<A>& p) {
                       for (int j = 0; j < 4; ++j) {
                         if (p.offset[j] >= lo && p.offset[j] < hi) {
-                          Scatter(base + p.offset[j], g, p.weight[j], cs,
-                                  channels);
+                          Scatter(band + (base + p.offset[j]), g, p.weight[j],
+                                  cs, channels);
                         }
                       }
                     });

@@ -220,48 +220,49 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
 
 namespace {
 
-// out[n][j][i] = in[n][i][j] for [batch, rows, cols] `in`, in tiles that fit
-// the L1 cache, in parallel. NCHW to NHWC is rows = C, cols = H * W; NHWC to
-// NCHW the other way round.
+// NCHW [batch, C, H * W] `in` as [batch, H * W, C] in `out`, in parallel
+// over tiles of each image.
 template <typename T>
-void TransposeMatrices(const Eigen::ThreadPoolDevice& d, const T* in,
-                       int64_t batch, int64_t rows, int64_t cols, T* out) {
+void ChannelsLastCopy(const Eigen::ThreadPoolDevice& d, const T* in,
+                      int64_t batch, int64_t channels, int64_t pixels, T* out) {
   constexpr int64_t kTile = 32;
-  const int64_t row_tiles = (rows + kTile - 1) / kTile;
-  const int64_t col_tiles = (cols + kTile - 1) / kTile;
-  d.parallelFor(batch * row_tiles * col_tiles,
+  const int64_t channel_tiles = (channels + kTile - 1) / kTile;
+  const int64_t pixel_tiles = (pixels + kTile - 1) / kTile;
+  d.parallelFor(batch * channel_tiles * pixel_tiles,
                 Eigen::TensorOpCost(kTile * kTile * sizeof(T),
                                     kTile * kTile * sizeof(T), kTile * kTile),
                 [&](int64_t begin, int64_t end) {
                   for (int64_t tile = begin; tile < end; ++tile) {
-                    const int64_t n = tile / (row_tiles * col_tiles);
-                    const int64_t i0 = tile / col_tiles % row_tiles * kTile;
-                    const int64_t j0 = tile % col_tiles * kTile;
-                    const int64_t i1 = std::min(i0 + kTile, rows);
-                    const int64_t j1 = std::min(j0 + kTile, cols);
-                    const T* src = in + n * rows * cols;
-                    T* dst = out + n * rows * cols;
-                    for (int64_t j = j0; j < j1; ++j) {
-                      for (int64_t i = i0; i < i1; ++i) {
-                        dst[j * rows + i] = src[i * cols + j];
-                      }
-                    }
+                    const int64_t n = tile / (channel_tiles * pixel_tiles);
+                    const int64_t c0 =
+                        tile / pixel_tiles % channel_tiles * kTile;
+                    const int64_t p0 = tile % pixel_tiles * kTile;
+                    const int64_t offset = n * channels * pixels;
+                    TransposeBlock(in + offset + c0 * pixels + p0,
+                                   std::min(kTile, channels - c0),
+                                   std::min(kTile, pixels - p0), pixels,
+                                   out + offset + p0 * channels + c0, channels);
                   }
                 });
 }
 
-// `out` = `in` (4-D) with its last three dimensions' sizes read as
-// [rows, cols], transposed to [cols, rows].
-absl::Status Transpose(OpKernelContext* context, const Tensor& in, int64_t rows,
-                       int64_t cols, Tensor* out) {
+}  // namespace
+
+absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
+                            Tensor* nhwc) {
+  const TensorShape& s = nchw.shape();
+  TF_RETURN_IF_ERROR(context->allocate_temp(
+      nchw.dtype(),
+      TensorShape({s.dim_size(0), s.dim_size(2), s.dim_size(3), s.dim_size(1)}),
+      nhwc));
   const Eigen::ThreadPoolDevice& d =
       context->eigen_device<Eigen::ThreadPoolDevice>();
-  const int64_t batch = in.dim_size(0);
-  switch (in.dtype()) {
-#define CASE(T)                                                     \
-  case DataTypeToEnum<T>::value:                                    \
-    TransposeMatrices<T>(d, in.flat<T>().data(), batch, rows, cols, \
-                         out->flat<T>().data());                    \
+  switch (nchw.dtype()) {
+#define CASE(T)                                                       \
+  case DataTypeToEnum<T>::value:                                      \
+    ChannelsLastCopy<T>(d, nchw.flat<T>().data(), s.dim_size(0),      \
+                        s.dim_size(1), s.dim_size(2) * s.dim_size(3), \
+                        nhwc->flat<T>().data());                      \
     return absl::OkStatus();
     TF_CALL_half(CASE);
     TF_CALL_bfloat16(CASE);
@@ -269,32 +270,9 @@ absl::Status Transpose(OpKernelContext* context, const Tensor& in, int64_t rows,
     TF_CALL_double(CASE);
 #undef CASE
     default:
-      return errors::Internal("no transpose for ", DataTypeString(in.dtype()));
+      return errors::Internal("no transpose for ",
+                              DataTypeString(nchw.dtype()));
   }
-}
-
-}  // namespace
-
-absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
-                                  Tensor* nhwc) {
-  const TensorShape& s = nchw.shape();
-  return context->allocate_temp(
-      nchw.dtype(),
-      TensorShape({s.dim_size(0), s.dim_size(2), s.dim_size(3), s.dim_size(1)}),
-      nhwc);
-}
-
-absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
-                            Tensor* nhwc) {
-  TF_RETURN_IF_ERROR(AllocateChannelsLast(context, nchw, nhwc));
-  return Transpose(context, nchw, nchw.dim_size(1),
-                   nchw.dim_size(2) * nchw.dim_size(3), nhwc);
-}
-
-absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
-                             Tensor* nchw) {
-  return Transpose(context, nhwc, nhwc.dim_size(1) * nhwc.dim_size(2),
-                   nhwc.dim_size(3), nchw);
 }
 
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,

@@ -56,16 +56,10 @@ absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
 absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
                              const RoiKernelOptions& options, RoiCall* call);
 
-// The CPU transposes of the NCHW path below: an NHWC copy of the 4-D NCHW
-// tensor `nchw`; an uninitialised NHWC tensor for the NCHW `nchw`; and `nhwc`
-// copied into the existing NCHW `nchw`. For the feature types of the RoI
-// kernels.
+// An NHWC copy of the 4-D NCHW tensor `nchw`, made in parallel: the CPU
+// forward kernels' NCHW path below. For the feature types of the RoI kernels.
 absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
                             Tensor* nhwc);
-absl::Status AllocateChannelsLast(OpKernelContext* context, const Tensor& nchw,
-                                  Tensor* nhwc);
-absl::Status ToChannelsFirst(OpKernelContext* context, const Tensor& nhwc,
-                             Tensor* nchw);
 
 #if GOOGLE_CUDA
 // Copies `count` floats to the device and waits, so that the host buffer may
@@ -84,28 +78,49 @@ struct RoisByImage {
 RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
                              int64_t batch);
 
+// out[j * out_stride + i] = in[i * in_stride + j] for i < rows, j < cols, in
+// tiles that stay in the L1 cache; converts S to D.
+template <typename S, typename D>
+void TransposeBlock(const S* in, int64_t rows, int64_t cols, int64_t in_stride,
+                    D* out, int64_t out_stride) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(i0 + kTile, rows);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(j0 + kTile, cols);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) {
+          out[j * out_stride + i] = static_cast<D>(in[i * in_stride + j]);
+        }
+      }
+    }
+  }
+}
+
 // Runs a CPU backward pass deterministically and in parallel. Work item
 // (image n, band of rows [y_begin, y_end)) calls
-//   body(n, y_begin, y_end, A* image_grad)
-// which adds into image n's gradient, laid out as `features_layout` (NHWC, as
-// the CPU kernels run), the contributions that land on rows
-// [y_begin, y_end), with every channel. No two items write the same element,
-// and each element sums its contributions in the order the body visits them,
-// whatever the bands, so the result does not depend on the thread count.
-// Bands are sized to stay in a core's L2 cache while contributions are added
-// (about 512 KiB), and there are at least four items per thread. Half and
-// bfloat16 gradients accumulate in float and round once. Requires
-// EIGEN_USE_THREADS.
+//   body(n, y_begin, y_end, A* band)
+// which adds into `band`, the gradient's rows [y_begin, y_end) of image n in
+// NHWC (element (y, x, c) at (y - y_begin) * h_stride + x * w_stride + c of
+// args.features_layout, which must be NHWC), the contributions that land
+// there. No two items write the same element, and each element sums its
+// contributions in the order the body visits them, whatever the bands, so the
+// result does not depend on the thread count. Bands are sized to stay in a
+// core's L2 cache (about 512 KiB), with at least four items per thread. A
+// float or double NHWC gradient is accumulated in place; otherwise (NCHW, as
+// args.attrs.nchw says, or half and bfloat16, which accumulate in float) in a
+// buffer per thread, whose band is then written to `grad_features` in its
+// layout and type: no gradient-sized temporary, no second pass over it.
+// Requires EIGEN_USE_THREADS.
 template <typename T, typename Body>
-void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
-                      const Layout& features_layout, int64_t cost_per_row,
-                      T* grad_features, const Body& body) {
+void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiArgs& args,
+                      int64_t cost_per_row, T* grad_features,
+                      const Body& body) {
   typedef typename AccumulatorType<T>::type A;
-  constexpr bool kSeparateBuffer = !std::is_same<T, A>::value;
-  const int64_t row = features_layout.h_stride;
-  std::unique_ptr<A[]> buffer(
-      kSeparateBuffer ? new A[s.batch * features_layout.n_stride] : nullptr);
-  A* out = kSeparateBuffer ? buffer.get() : reinterpret_cast<A*>(grad_features);
+  const RoiShape& s = args.shape;
+  const int64_t row = args.features_layout.h_stride;
+  const int64_t image_size = s.height * row;
+  const bool in_place = std::is_same<T, A>::value && !args.attrs.nchw;
   constexpr int64_t kBandBytes = 512 << 10;
   const int64_t wanted = (4 * std::max(d.numThreads(), 1) + s.batch - 1) /
                          std::max<int64_t>(s.batch, 1);
@@ -118,20 +133,28 @@ void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiShape& s,
       Eigen::TensorOpCost(row * rows * sizeof(T), row * rows * sizeof(T),
                           cost_per_row * rows),
       [&](int64_t begin, int64_t end) {
+        std::vector<A> buffer(in_place ? 0 : rows * row);
         for (int64_t item = begin; item < end; ++item) {
           const int64_t n = item / bands;
           const int64_t y_begin = item % bands * rows;
           const int64_t y_end = std::min(y_begin + rows, s.height);
-          A* image = out + n * features_layout.n_stride;
-          // Zeroed here rather than up front, so that each band's pages are
-          // first touched by the thread that fills them.
-          std::fill(image + y_begin * row, image + y_end * row, A(0));
-          body(n, y_begin, y_end, image);
-          if (kSeparateBuffer) {
-            T* dst = grad_features + n * features_layout.n_stride;
-            for (int64_t i = y_begin * row; i < y_end * row; ++i) {
-              dst[i] = static_cast<T>(image[i]);
-            }
+          const int64_t size = (y_end - y_begin) * row;
+          T* image = grad_features + n * image_size;
+          A* band = in_place ? reinterpret_cast<A*>(image) + y_begin * row
+                             : buffer.data();
+          // Zeroed here rather than up front, so that in place each band's
+          // pages are first touched by the thread that fills them.
+          std::fill(band, band + size, A(0));
+          body(n, y_begin, y_end, static_cast<A*>(band));
+          if (in_place) continue;
+          if (args.attrs.nchw) {
+            // [pixels, channels] to the channel planes' rows.
+            const int64_t plane = s.height * s.width;
+            TransposeBlock(band, (y_end - y_begin) * s.width, s.channels,
+                           s.channels, image + y_begin * s.width, plane);
+          } else {
+            T* out = image + y_begin * row;
+            for (int64_t i = 0; i < size; ++i) out[i] = static_cast<T>(band[i]);
           }
         }
       });
@@ -149,10 +172,7 @@ template <typename T>
 void StoreBox(const Layout& layout, int64_t bins, int64_t channels,
               const T* box, T* out) {
   if (layout.c_stride == 1) return;
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t b = 0; b < bins; ++b)
-      out[c * bins + b] = box[b * channels + c];
-  }
+  TransposeBlock(box, bins, channels, channels, out, bins);
 }
 
 // row[pw * channels + c] = src at (k, ph, pw, c) of a pooled-shape tensor in
@@ -168,12 +188,8 @@ void LoadBinRow(const Layout& layout, int64_t k, int ph, int width,
     }
     return;
   }
-  for (int64_t c = 0; c < channels; ++c) {
-    const S* in = src + layout.Offset(k, ph, 0, c);
-    for (int pw = 0; pw < width; ++pw) {
-      row[pw * channels + c] = static_cast<D>(in[pw]);
-    }
-  }
+  TransposeBlock(src + layout.Offset(k, ph, 0, 0), channels, width,
+                 layout.c_stride, row, channels);
 }
 
 // `data` (`size` elements) in the accumulation type: `data` itself for float
@@ -212,10 +228,10 @@ inline RoiArgs ChannelsLast(RoiArgs args) {
 // NCHW kernels on CPU run with their feature map in NHWC, where channels are
 // contiguous and the loops vectorise; pooled tensors keep their layout. Every
 // element sees the same arithmetic in the same order, so the bits do not
-// change. Elsewhere (NHWC, GPU) `run` gets the tensors as they are.
-//
-// Forward: run(const RoiArgs& args, const Tensor& features) reads an NHWC
-// copy of `features`.
+// change. The forward, run(const RoiArgs& args, const Tensor& features) here,
+// reads an NHWC copy of `features`; the backward writes NHWC bands into the
+// NCHW gradient (ParallelBackward). Elsewhere (NHWC, GPU) `run` gets the
+// tensors as they are.
 
 template <typename Run>
 absl::Status ReadFeaturesChannelsLast(OpKernelContext* context,
@@ -230,23 +246,6 @@ absl::Status ReadFeaturesChannelsLast(OpKernelContext* context,
   TF_RETURN_IF_ERROR(ToChannelsLast(context, features, &copy));
   run(ChannelsLast(call.args), copy);
   return absl::OkStatus();
-}
-
-// Backward: run(const RoiArgs& args, Tensor* grad_features) writes an NHWC
-// gradient, transposed into `grad_features` afterwards.
-template <typename Run>
-absl::Status WriteFeaturesChannelsLast(OpKernelContext* context,
-                                       const RoiKernelOptions& options,
-                                       const RoiCall& call,
-                                       Tensor* grad_features, const Run& run) {
-  if (options.on_gpu || !call.args.attrs.nchw) {
-    run(call.args, grad_features);
-    return absl::OkStatus();
-  }
-  Tensor copy;
-  TF_RETURN_IF_ERROR(AllocateChannelsLast(context, *grad_features, &copy));
-  run(ChannelsLast(call.args), &copy);
-  return ToChannelsFirst(context, copy, grad_features);
 }
 
 // The op kernels of every RoI op and gradient: `kind`'s attrs, validation,
@@ -304,15 +303,13 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
     OP_REQUIRES_OK(context,
                    PrepareBackward(context, this->attrs_, options, &call));
     if (call.empty) return;
-    OP_REQUIRES_OK(context,
-                   WriteFeaturesChannelsLast(
-                       context, options, call, call.grad_features,
-                       [&](const RoiArgs& args, Tensor* grad_features) {
-                         Launch<Device, T>::Backward(
-                             context->eigen_device<Device>(), args,
-                             context->input(0).flat<T>().data(), call.rois,
-                             call.argmax, grad_features->flat<T>().data());
-                       }));
+    // On CPU the kernels add into NHWC bands and write them in the
+    // gradient's layout (ParallelBackward).
+    Launch<Device, T>::Backward(
+        context->eigen_device<Device>(),
+        options.on_gpu ? call.args : ChannelsLast(call.args),
+        context->input(0).flat<T>().data(), call.rois, call.argmax,
+        call.grad_features->flat<T>().data());
   }
 };
 

@@ -150,18 +150,17 @@ struct RoiPoolGrad<CPUDevice, T> {
     const roi::RoisByImage groups =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
     roi::ParallelBackward(
-        d, s, in,
+        d, args,
         std::max<int64_t>(1, s.num_rois * a.bins() * s.channels /
                                  std::max<int64_t>(s.batch * s.height, 1)),
-        grad_features,
-        [&](int64_t n, int64_t y_begin, int64_t y_end, A* image) {
+        grad_features, [&](int64_t n, int64_t y_begin, int64_t y_end, A* band) {
           // argmax indices (y * width + x) in the band.
           const int32_t lo = static_cast<int32_t>(y_begin * s.width);
           const int32_t hi = static_cast<int32_t>(y_end * s.width);
           const int64_t channels = s.channels;
           const int64_t pixel_stride = in.w_stride;
-          std::vector<A> g_row(a.pooled_width * s.channels);
-          std::vector<int32_t> index_row(a.pooled_width * s.channels);
+          std::vector<A> g_row(a.pooled_width * channels);
+          std::vector<int32_t> index_row(a.pooled_width * channels);
           A sink = 0;
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
@@ -173,9 +172,9 @@ struct RoiPoolGrad<CPUDevice, T> {
                                   a.pooled_height, s.height, false);
               if (h.end <= y_begin || h.start >= y_end) continue;
               roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,
-                              s.channels, grads, g_row.data());
+                              channels, grads, g_row.data());
               roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,
-                              s.channels, argmax, index_row.data());
+                              channels, argmax, index_row.data());
               for (int pw = 0; pw < a.pooled_width; ++pw) {
                 const int32_t* index = index_row.data() + pw * channels;
                 const A* g = g_row.data() + pw * channels;
@@ -185,8 +184,9 @@ struct RoiPoolGrad<CPUDevice, T> {
                   // mispredict. In NHWC, pixel index * w_stride is the
                   // pixel's offset.
                   const bool in_band = index[c] >= lo && index[c] < hi;
-                  A* target =
-                      in_band ? image + index[c] * pixel_stride + c : &sink;
+                  A* target = in_band
+                                  ? band + (index[c] - lo) * pixel_stride + c
+                                  : &sink;
                   *target += g[c];
                 }
               }
@@ -264,12 +264,11 @@ struct PsRoiPoolGrad<CPUDevice, T> {
     const roi::RoisByImage by_image =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
     roi::ParallelBackward(
-        d, s, in,
+        d, args,
         std::max<int64_t>(1, s.num_rois * groups * PixelsPerBin(args) *
                                  s.out_channels /
                                  std::max<int64_t>(s.batch * s.height, 1)),
-        grad_features,
-        [&](int64_t n, int64_t y_begin, int64_t y_end, A* image) {
+        grad_features, [&](int64_t n, int64_t y_begin, int64_t y_end, A* band) {
           std::vector<A> g_row(a.pooled_width * s.out_channels);
           for (int64_t r = by_image.begin[n]; r < by_image.begin[n + 1]; ++r) {
             const int64_t k = by_image.order[r];
@@ -292,10 +291,10 @@ struct PsRoiPoolGrad<CPUDevice, T> {
                     static_cast<A>((h.end - h.start) * (w.end - w.start));
                 A* g = g_row.data() + pw * s.out_channels;
                 for (int64_t c = 0; c < s.out_channels; ++c) g[c] /= area;
-                A* group = image + roi::PsChannel(0, ph, pw, a.pooled_height,
-                                                  a.pooled_width) *
-                                       in.c_stride;
-                for (int64_t y = y0; y < y1; ++y) {
+                A* group = band + roi::PsChannel(0, ph, pw, a.pooled_height,
+                                                 a.pooled_width) *
+                                      in.c_stride;
+                for (int64_t y = y0 - y_begin; y < y1 - y_begin; ++y) {
                   for (int64_t x = w.start; x < w.end; ++x) {
                     A* pixel = group + y * in.h_stride + x * in.w_stride;
                     for (int64_t c = 0; c < s.out_channels; ++c) {
