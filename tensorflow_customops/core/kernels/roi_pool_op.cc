@@ -147,8 +147,36 @@ struct RoiPoolGrad<CPUDevice, T> {
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
     const roi::Layout& in = args.features_layout;
+    const roi::Layout& out = args.pooled_layout;
     const roi::RoisByImage groups =
         roi::GroupRoisByImage(rois, s.num_rois, s.batch);
+    // The smallest and largest pixel index in each row of bins' argmax (-1s
+    // aside), so that bands skip rows of bins that add nothing to them.
+    // argmax is an input, not necessarily the forward's, so its values may lie
+    // outside their bins: the spans come from the values.
+    std::vector<int32_t> span_lo(s.num_rois * a.pooled_height);
+    std::vector<int32_t> span_hi(s.num_rois * a.pooled_height);
+    d.parallelFor(
+        s.num_rois,
+        Eigen::TensorOpCost(out.n_stride * sizeof(int32_t), 0,
+                            2 * out.n_stride),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t k = begin; k < end; ++k) {
+            for (int ph = 0; ph < a.pooled_height; ++ph) {
+              int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
+              for (int pw = 0; pw < a.pooled_width; ++pw) {
+                for (int64_t c = 0; c < s.channels; ++c) {
+                  const int32_t index = argmax[out.Offset(k, ph, pw, c)];
+                  // -1 (no contribution) never lowers lo below a pixel.
+                  lo = std::min(lo, index < 0 ? lo : index);
+                  hi = std::max(hi, index);
+                }
+              }
+              span_lo[k * a.pooled_height + ph] = lo;
+              span_hi[k * a.pooled_height + ph] = hi;
+            }
+          }
+        });
     roi::ParallelBackward(
         d, args,
         std::max<int64_t>(1, s.num_rois * a.bins() * s.channels /
@@ -164,13 +192,11 @@ struct RoiPoolGrad<CPUDevice, T> {
           A sink = 0;
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
-            const float* roi = rois + k * 5;
             for (int ph = 0; ph < a.pooled_height; ++ph) {
-              // A bin's argmax lies in its rows: skip bin rows off the band.
-              const roi::BinRange h =
-                  roi::PoolBin<A>(roi[2], roi[4], a.spatial_scale, ph,
-                                  a.pooled_height, s.height, false);
-              if (h.end <= y_begin || h.start >= y_end) continue;
+              if (span_hi[k * a.pooled_height + ph] < lo ||
+                  span_lo[k * a.pooled_height + ph] >= hi) {
+                continue;
+              }
               roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,
                               channels, grads, g_row.data());
               roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,

@@ -10,6 +10,9 @@ from tensorflow_customops.python.kernel_tests import roi_test_util as util
 from tensorflow_customops.python.kernel_tests.gradient_test_util import (
     symbolic_gradient_of,
 )
+from tensorflow_customops.python.ops import load_library
+
+_ops = load_library.load_op_library()
 
 
 def _small_case(op, seed, spatial_scale):
@@ -186,6 +189,41 @@ class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
         expected = np.zeros([4, 4])
         expected[1, 1] = expected[1, 3] = expected[3, 1] = expected[3, 3] = 1
         self.assertAllEqual(grad, expected)
+
+    @parameterized.parameters("NHWC", "NCHW")
+    def test_roi_pool_grad_adds_at_any_argmax(self, data_format):
+        # RoiPoolGrad takes argmax as an input: values anywhere in the map (not
+        # only in their bins, as the forward's are) still get their gradient,
+        # whichever band of rows the kernel's work items own.
+        rng = np.random.default_rng(0)
+        batch, height, width, channels, boxes = 2, 64, 48, 8, 6
+        rois = np.array(
+            [[k % batch, 0, 0, 30 + k, 40 - k] for k in range(boxes)], np.float32
+        )
+        shape = [boxes, 3, 3, channels]
+        grads = rng.normal(size=shape)
+        argmax = rng.integers(-1, height * width, size=shape).astype(np.int32)
+        expected = np.zeros([batch, height * width, channels])
+        for k, i, j, c in np.ndindex(*shape):
+            if argmax[k, i, j, c] >= 0:
+                expected[int(rois[k, 0]), argmax[k, i, j, c], c] += grads[k, i, j, c]
+        expected = expected.reshape([batch, height, width, channels])
+        features_shape = [batch, height, width, channels]
+        if data_format == "NCHW":
+            grads, argmax = grads.transpose(0, 3, 1, 2), argmax.transpose(0, 3, 1, 2)
+            expected = expected.transpose(0, 3, 1, 2)
+            features_shape = [batch, channels, height, width]
+        grad = _ops.custom_ops_roi_pool_grad(
+            grads=tf.constant(grads),
+            rois=rois,
+            argmax=argmax,
+            features_shape=features_shape,
+            pooled_height=3,
+            pooled_width=3,
+            spatial_scale=1.0,
+            data_format=data_format,
+        )
+        self.assertAllClose(grad, expected, rtol=1e-12, atol=1e-12)
 
 
 if __name__ == "__main__":
