@@ -165,24 +165,42 @@ struct RoiAlignGrad<CPUDevice, T> {
         [&](int64_t n, int64_t y_begin, int64_t y_end, A* band) {
           // Corner offsets (y * h_stride + x * w_stride) in the band.
           const int64_t lo = y_begin * in.h_stride, hi = y_end * in.h_stride;
-          // The incoming gradient of one row of bins, over count.
-          std::vector<A> g_row(a.pooled_width * channels);
+          // A sample at y touches rows within one row of max(y, 0) (the map
+          // clamps y below 0). Whether samples from y0 to y1 can reach the
+          // band; boxes may be reversed, so either end can be lower.
+          auto reaches_band = [&](A y0, A y1) {
+            const A y_min = std::min(y0, y1);
+            const A y_max = std::max(std::max(y0, y1), A(0));
+            return y_max + A(1) >= A(y_begin) && y_min - A(1) < A(y_end);
+          };
+          // The boxes of image n whose samples can reach the band, in order.
+          std::vector<int64_t> boxes;
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
             const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, rois + k * 5);
             if (box.grid_h <= 0 || box.grid_w <= 0) continue;
+            if (reaches_band(
+                    roi::SamplePoint(box.start_h, 0, box.bin_h, 0, box.grid_h),
+                    roi::SamplePoint(box.start_h, a.pooled_height - 1,
+                                     box.bin_h, box.grid_h - 1, box.grid_h))) {
+              boxes.push_back(k);
+            }
+          }
+          // The incoming gradient of one row of bins, over count.
+          std::vector<A> g_row(a.pooled_width * channels);
+          for (size_t i = 0; i < boxes.size(); ++i) {
+            const int64_t k = boxes[i];
+            if (i + 1 < boxes.size()) {
+              roi::PrefetchBox(args.pooled_layout, boxes[i + 1], grads);
+            }
+            const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, rois + k * 5);
             const A count = roi::SampleCount(box);
             for (int ph = 0; ph < a.pooled_height; ++ph) {
-              // A sample at y touches rows within one row of max(y, 0) (the
-              // map clamps y below 0); bin rows that miss the band are
-              // skipped. Boxes may be reversed, so either end can be lower.
-              const A y0 =
-                  roi::SamplePoint(box.start_h, ph, box.bin_h, 0, box.grid_h);
-              const A y1 = roi::SamplePoint(box.start_h, ph, box.bin_h,
-                                            box.grid_h - 1, box.grid_h);
-              const A y_min = std::min(y0, y1);
-              const A y_max = std::max(std::max(y0, y1), A(0));
-              if (y_max + A(1) < A(y_begin) || y_min - A(1) >= A(y_end)) {
+              // Bin rows that miss the band are skipped.
+              if (!reaches_band(roi::SamplePoint(box.start_h, ph, box.bin_h, 0,
+                                                 box.grid_h),
+                                roi::SamplePoint(box.start_h, ph, box.bin_h,
+                                                 box.grid_h - 1, box.grid_h))) {
                 continue;
               }
               roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width,

@@ -97,6 +97,9 @@ void TransposeBlock(const S* in, int64_t rows, int64_t cols, int64_t in_stride,
   }
 }
 
+// The CPU kernels' helpers, which run on TensorFlow's thread pool.
+#ifdef EIGEN_USE_THREADS
+
 // Runs a CPU backward pass deterministically and in parallel. Work item
 // (image n, band of rows [y_begin, y_end)) calls
 //   body(n, y_begin, y_end, A* band)
@@ -111,7 +114,6 @@ void TransposeBlock(const S* in, int64_t rows, int64_t cols, int64_t in_stride,
 // args.attrs.nchw says, or half and bfloat16, which accumulate in float) in a
 // buffer per thread, whose band is then written to `grad_features` in its
 // layout and type: no gradient-sized temporary, no second pass over it.
-// Requires EIGEN_USE_THREADS.
 template <typename T, typename Body>
 void ParallelBackward(const Eigen::ThreadPoolDevice& d, const RoiArgs& args,
                       int64_t cost_per_row, T* grad_features,
@@ -192,12 +194,24 @@ void LoadBinRow(const Layout& layout, int64_t k, int ph, int width,
                  layout.c_stride, row, channels);
 }
 
+// Prefetches box k of a pooled-shape tensor in `layout` when that is NCHW,
+// where LoadBinRow gathers a row of bins from every channel's plane: strided
+// reads that wait on memory, which the hardware prefetcher does not run ahead
+// of. Called for the next box a band will read.
+template <typename S>
+void PrefetchBox(const Layout& layout, int64_t k, const S* src) {
+  if (layout.c_stride == 1) return;
+  const char* begin = reinterpret_cast<const char*>(src + k * layout.n_stride);
+  const char* end = begin + layout.n_stride * sizeof(S);
+  for (const char* p = begin; p < end; p += 64) __builtin_prefetch(p);
+}
+
 // `data` (`size` elements) in the accumulation type: `data` itself for float
 // and double; for half and bfloat16 a float copy, made in parallel into
 // `copy`. Float holds every half and bfloat16 value exactly, so a kernel
 // reading the copy computes what it would reading `data`, in the float loops,
 // which are the vectorised ones (cpu_simd.h), and converts each value once
-// instead of at every read. Requires EIGEN_USE_THREADS.
+// instead of at every read.
 template <typename T>
 const typename AccumulatorType<T>::type* AsAccumulator(
     const Eigen::ThreadPoolDevice& d, const T* data, int64_t size,
@@ -217,6 +231,8 @@ const typename AccumulatorType<T>::type* AsAccumulator(
     return out;
   }
 }
+
+#endif  // EIGEN_USE_THREADS
 
 // `args` with the feature map in NHWC.
 inline RoiArgs ChannelsLast(RoiArgs args) {
