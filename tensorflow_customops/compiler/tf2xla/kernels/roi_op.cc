@@ -407,30 +407,48 @@ BinIndex MakeBinIndex(const Call& c, xla::XlaOp batch) {
   return {c.PerBox(batch), groups[0], groups[1]};
 }
 
+// SampleLoop with per-box values `boxes` carried in the loop state after
+// `values`: body(cb, b, iy, ix, values) gets the loop's copies of the boxes as
+// b and returns the new `values`.
+template <typename Body>
+absl::StatusOr<std::vector<xla::XlaOp>> CarryBoxes(
+    const Call& c, xla::XlaOp limit_y, xla::XlaOp limit_x,
+    const std::vector<xla::XlaOp>& boxes, std::vector<xla::XlaOp> values,
+    const char* name, Body body) {
+  const size_t n = values.size();
+  values.insert(values.end(), boxes.begin(), boxes.end());
+  TF_ASSIGN_OR_RETURN(
+      std::vector<xla::XlaOp> result,
+      SampleLoop(c, limit_y, limit_x, values, name,
+                 [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
+                     std::vector<xla::XlaOp> v) {
+                   const std::vector<xla::XlaOp> b(v.begin() + n, v.end());
+                   std::vector<xla::XlaOp> next =
+                       body(cb, b, iy, ix,
+                            std::vector<xla::XlaOp>(v.begin(), v.begin() + n));
+                   next.insert(next.end(), b.begin(), b.end());
+                   return next;
+                 }));
+  result.resize(n);
+  return result;
+}
+
 // SampleLoop over the sampling grids of `box`, with the boxes carried in the
 // loop state: body(cb, samples, index, values) returns the new `values`.
 template <typename Body>
 absl::StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
     const Call& c, const AlignBoxes& box, std::vector<xla::XlaOp> values,
     const char* name, Body body) {
-  const size_t n = values.size();
-  values.insert(values.end(), {box.start_h, box.start_w, box.bin_h, box.bin_w,
-                               box.grid_h, box.grid_w, box.ok, box.batch});
-  TF_ASSIGN_OR_RETURN(
-      std::vector<xla::XlaOp> result,
-      SampleLoop(c, MaskedMax(c, box.grid_h, box.ok),
-                 MaskedMax(c, box.grid_w, box.ok), values, name,
-                 [&](const Call& cb, xla::XlaOp iy, xla::XlaOp ix,
-                     std::vector<xla::XlaOp> v) {
-                   const std::vector<xla::XlaOp> b(v.begin() + n, v.end());
-                   std::vector<xla::XlaOp> next = body(
-                       cb, SampleBins(cb, b, iy, ix), MakeBinIndex(cb, b[7]),
-                       std::vector<xla::XlaOp>(v.begin(), v.begin() + n));
-                   next.insert(next.end(), b.begin(), b.end());
-                   return next;
-                 }));
-  result.resize(n);
-  return result;
+  return CarryBoxes(
+      c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
+      {box.start_h, box.start_w, box.bin_h, box.bin_w, box.grid_h, box.grid_w,
+       box.ok, box.batch},
+      std::move(values), name,
+      [&](const Call& cb, const std::vector<xla::XlaOp>& b, xla::XlaOp iy,
+          xla::XlaOp ix, std::vector<xla::XlaOp> v) {
+        return body(cb, SampleBins(cb, b, iy, ix), MakeBinIndex(cb, b[7]),
+                    std::move(v));
+      });
 }
 
 class RoiAlignOp : public XlaOpKernel {
@@ -648,23 +666,15 @@ template <typename Body>
 absl::StatusOr<std::vector<xla::XlaOp>> PixelLoop(
     const Call& c, const PoolBoxes& p, std::vector<xla::XlaOp> values,
     const char* name, Body body) {
-  const size_t n = values.size();
-  values.insert(values.end(), {p.h.lo, p.h.hi, p.w.lo, p.w.hi, p.ok, p.batch});
-  TF_ASSIGN_OR_RETURN(
-      std::vector<xla::XlaOp> result,
-      SampleLoop(c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
-                 MaxExtent(c, p.w, p.ok, c.attrs.pooled_width), values, name,
-                 [&](const Call& cb, xla::XlaOp dy, xla::XlaOp dx,
-                     std::vector<xla::XlaOp> v) {
-                   const std::vector<xla::XlaOp> b(v.begin() + n, v.end());
-                   std::vector<xla::XlaOp> next = body(
-                       cb, BinPixels(cb, b, dy, dx), MakeBinIndex(cb, b[5]),
-                       std::vector<xla::XlaOp>(v.begin(), v.begin() + n));
-                   next.insert(next.end(), b.begin(), b.end());
-                   return next;
-                 }));
-  result.resize(n);
-  return result;
+  return CarryBoxes(
+      c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
+      MaxExtent(c, p.w, p.ok, c.attrs.pooled_width),
+      {p.h.lo, p.h.hi, p.w.lo, p.w.hi, p.ok, p.batch}, std::move(values), name,
+      [&](const Call& cb, const std::vector<xla::XlaOp>& b, xla::XlaOp dy,
+          xla::XlaOp dx, std::vector<xla::XlaOp> v) {
+        return body(cb, BinPixels(cb, b, dy, dx), MakeBinIndex(cb, b[5]),
+                    std::move(v));
+      });
 }
 
 class RoiPoolOp : public XlaOpKernel {
