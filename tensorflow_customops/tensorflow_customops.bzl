@@ -49,6 +49,8 @@ _USING_UBSAN = "//tensorflow_customops:using_ubsan"
 _OPT = "//tensorflow_customops:opt"
 _TF_HEADERS = "@local_config_tf//:tf_header_lib"
 _TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
+_EIGEN_HEADERS = "@local_config_tf//:eigen_header_lib"
+_CORE_EXPORTS = "//tensorflow_customops/core/kernels:core_exports.lds"
 _TF_FRAMEWORK = "@local_config_tf//:lib/" + TF_SHARED_LIBRARY_NAME
 _TF_CC = "@local_config_tf//:lib/" + TF_CC_LIBRARY_NAME
 _CUDART = "@local_config_tf//:cudart_static"
@@ -64,16 +66,17 @@ _TF_ABI_COPTS = [
     "-DEIGEN_MAX_ALIGN_BYTES=%d" % TF_EIGEN_MAX_ALIGN_BYTES,
 ]
 
-_HOST_COPTS = _TF_ABI_COPTS + [
+# Flags of every host-compiled source, glue and kernel core alike.
+_BASE_COPTS = [
     "-fPIC",
     "-Wall",
     # GCC fuses a * b + c into one rounding wherever a function's target has
     # FMA (target_clones, target attributes), even in ISO mode; kernels that
     # pick their code by CPU at run time must round alike on every CPU.
     "-ffp-contract=off",
-    # TensorFlow's headers still use deprecated tsl::Status and tsl::mutex.
-    "-Wno-deprecated-declarations",
-] + select({
+]
+
+_MODE_COPTS = select({
     # Bazel's opt mode is -O2, whose cost model leaves the kernels' channel
     # loops scalar. -O3 vectorises them without reassociating anything (no
     # -ffast-math, no FMA contraction on baseline x86-64), so results keep
@@ -95,7 +98,30 @@ _HOST_COPTS = _TF_ABI_COPTS + [
     "//conditions:default": [],
 })
 
+# The glue: what includes TensorFlow's headers.
+_HOST_COPTS = _TF_ABI_COPTS + _BASE_COPTS + [
+    # TensorFlow's headers still use deprecated tsl::Status and tsl::mutex.
+    "-Wno-deprecated-declarations",
+] + _MODE_COPTS
+
 _COPTS = _HOST_COPTS + select({
+    _USING_CUDA: ["-DGOOGLE_CUDA=1"],
+    "//conditions:default": [],
+})
+
+# The kernel core (core/kernels/core_api.h) sees Eigen and no TensorFlow
+# header, so it is compiled once for every TensorFlow release; it exports its
+# C interface only. TensorFlow aligns every buffer to 64 bytes, which the
+# core's aligned Eigen maps assume.
+_CORE_DEFINES = [
+    "-std=c++17",
+    "-DEIGEN_MAX_ALIGN_BYTES=64",
+    "-DTFCO_KERNEL_CORE",
+]
+_CORE_COPTS = _CORE_DEFINES + [
+    "-fvisibility=hidden",
+    "-fvisibility-inlines-hidden",
+] + _BASE_COPTS + _MODE_COPTS + select({
     _USING_CUDA: ["-DGOOGLE_CUDA=1"],
     "//conditions:default": [],
 })
@@ -123,7 +149,8 @@ def _gencode_flags():
     return flags
 
 def _nvcc_objects(name, gpu_srcs, hdrs):
-    """One nvcc genrule per .cu.cc file; built only when --config=cuda needs it."""
+    """One nvcc genrule per .cu.cc file of the kernel core; built only when
+    --config=cuda needs it."""
     objects = []
     for src in gpu_srcs:
         obj = "%s_%s.o" % (name, src.replace("/", "_").replace(".cu.cc", ""))
@@ -131,12 +158,12 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
             cmd = " ".join([
                 NVCC_PATH,
                 "-c -x cu -O3 -DNDEBUG -DGOOGLE_CUDA=1",
-                " ".join(_TF_ABI_COPTS),
+                " ".join(_CORE_DEFINES),
                 "--expt-relaxed-constexpr",
-                "-Xcompiler -fPIC",
+                "-Xcompiler -fPIC,-fvisibility=hidden,-fvisibility-inlines-hidden",
                 "-Wno-deprecated-gpu-targets",
                 "-Xcudafe --diag_suppress=esa_on_defaulted_function_ignored",
-                "-isystem external/local_config_tf/include",
+                "-isystem external/local_config_tf/eigen",
                 "-I. -I$(GENDIR)",
                 " ".join(_gencode_flags()),
                 "-o $@ $(location %s)" % src,
@@ -146,7 +173,7 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
                    "toolkit and re-run it to build with --config=cuda.' >&2; exit 1")
         native.genrule(
             name = obj.replace(".", "_"),
-            srcs = [src] + hdrs + ["@local_config_tf//:tf_headers"],
+            srcs = [src] + hdrs + ["@local_config_tf//:eigen_headers"],
             outs = [obj],
             cmd = cmd,
             # Left out of `//...` unless --config=cuda selects it.
@@ -156,40 +183,21 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
         objects.append(obj)
     return objects
 
-def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwargs):
-    """Op specs, gradients or kernels (or code shared by C++ tools).
+def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
+    """Glue: op specs, gradients, OpKernels, or code they share. Compiled
+    against the configured TensorFlow's headers.
 
     Args:
       name: target name.
-      srcs: C++ sources compiled by the host compiler.
-      hdrs: headers, shared by the CPU and GPU sources.
-      gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
-      deps: other tfco_cc_library targets (their headers reach nvcc too).
+      srcs: C++ sources.
+      hdrs: headers.
+      deps: other tfco_cc_library targets, or kernel-core headers
+        (tfco_core_library's name + "_api").
       **kwargs: passed to cc_library (visibility, ...).
     """
-    # Headers of this library and, transitively, of its deps, for nvcc.
-    native.filegroup(
-        name = name + "_hdrs",
-        srcs = hdrs + [dep + "_hdrs" for dep in deps],
-    )
-    gpu_objects = _nvcc_objects(name, gpu_srcs, [name + "_hdrs"]) if gpu_srcs else []
-    if gpu_srcs:
-        # The GPU kernels alone, for programs without TensorFlow's runtime
-        # (tfco_cuda_binary).
-        native.cc_library(
-            name = name + "_gpu",
-            srcs = select({
-                _USING_CUDA: gpu_objects,
-                "//conditions:default": [],
-            }),
-            visibility = ["//visibility:public"],
-        )
     native.cc_library(
         name = name,
-        srcs = srcs + select({
-            _USING_CUDA: gpu_objects,
-            "//conditions:default": [],
-        }),
+        srcs = srcs,
         hdrs = hdrs,
         copts = _COPTS,
         deps = deps + [_TF_HEADERS] + select({
@@ -201,54 +209,126 @@ def tfco_cc_library(name, srcs = [], hdrs = [], gpu_srcs = [], deps = [], **kwar
         **kwargs
     )
 
-def tfco_kernel_library(name, srcs = [], hdrs = [], deps = []):
-    """A kernel triple: name.h (functor), name.cc (CPU kernels and
-    registrations), name_gpu.cu.cc (GPU functor).
+def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
+    """Kernel core: CPU and CUDA kernels that include no TensorFlow header
+    (core/kernels/core_api.h), compiled once for every TensorFlow release.
+
+    Also defines name + "_api", the headers in api_hdrs alone, which is what
+    the glue may depend on: the core's code reaches it through the shared
+    kernel core library only.
+
+    Args:
+      name: target name.
+      srcs: C++ sources compiled by the host compiler.
+      hdrs: headers, shared by the CPU and GPU sources.
+      gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
+      api_hdrs: the headers of hdrs that declare the core's C interface.
+      deps: other tfco_core_library targets (their headers reach nvcc too).
+    """
+    native.filegroup(
+        name = name + "_hdrs",
+        srcs = hdrs + [dep + "_hdrs" for dep in deps],
+    )
+    gpu_objects = _nvcc_objects(name, gpu_srcs, [name + "_hdrs"]) if gpu_srcs else []
+    native.cc_library(
+        name = name,
+        srcs = srcs + select({
+            _USING_CUDA: gpu_objects,
+            "//conditions:default": [],
+        }),
+        hdrs = hdrs,
+        copts = _CORE_COPTS,
+        # The CUDA runtime, linked statically, with any GPU code.
+        deps = deps + [_EIGEN_HEADERS] + (select({
+            _USING_CUDA: [_CUDART],
+            "//conditions:default": [],
+        }) if gpu_srcs else []),
+        alwayslink = 1,
+    )
+    native.cc_library(
+        name = name + "_api",
+        hdrs = api_hdrs,
+        deps = [dep + "_api" for dep in deps],
+    )
+
+def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = []):
+    """An op's kernels, as a triple plus its CPU functor:
+      name.h            the core's entry point and (core only) the functor
+      name_cpu.cc       the CPU functor and the entry point (kernel core)
+      name_gpu.cu.cc    the GPU functor (kernel core)
+      name.cc           the OpKernels and their registrations (glue)
+    Defines name + "_core" (tfco_core_library) and name (the glue).
 
     Args:
       name: the file stem, e.g. "zero_out_op".
-      srcs: further host sources.
-      hdrs: further headers.
-      deps: further tfco_cc_library targets (gpu_launch is always one).
+      srcs: further kernel-core sources.
+      hdrs: further kernel-core headers.
+      deps: further tfco_core_library targets (core_device is always one).
+      glue_deps: further tfco_cc_library targets of the glue.
     """
-    tfco_cc_library(
-        name = name,
-        srcs = [name + ".cc"] + srcs,
+    tfco_core_library(
+        name = name + "_core",
+        srcs = [name + "_cpu.cc"] + srcs,
         hdrs = [name + ".h"] + hdrs,
         gpu_srcs = [name + "_gpu.cu.cc"],
-        deps = [":gpu_launch"] + deps,
+        api_hdrs = [name + ".h"],
+        deps = [":core_device"] + deps,
+    )
+    tfco_cc_library(
+        name = name,
+        srcs = [name + ".cc"],
+        deps = [":core_call", name + "_core_api"] + glue_deps,
     )
 
-def tfco_custom_op_library(name, deps, **kwargs):
-    """The shared library that tf.load_op_library loads.
+def tfco_core_op_library(name, deps):
+    """The kernel core as the shared library the op library links
+    (_custom_ops_core.so): only its C interface is exported, it links no
+    TensorFlow library, and under --config=cuda it carries the CUDA runtime,
+    linked statically and kept private.
+
+    Args:
+      name: the .so file name (also its SONAME).
+      deps: tfco_core_library targets.
+    """
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        deps = deps,
+        additional_linker_inputs = [_CORE_EXPORTS],
+        linkopts = [
+            "-Wl,-soname," + name,
+            "-Wl,--no-undefined",
+            "-Wl,--version-script,$(location %s)" % _CORE_EXPORTS,
+        ] + _SANITIZER_LINKOPTS,
+    )
+
+def tfco_custom_op_library(name, deps, core, **kwargs):
+    """The shared library that tf.load_op_library loads: the glue.
 
     It links against libtensorflow_framework by path, so it carries no
-    build-tree rpath, and links the CUDA runtime statically under
-    --config=cuda, so it needs no CUDA toolkit at run time.
+    build-tree rpath, and against the kernel core (`core`), which it finds
+    beside itself ($ORIGIN).
 
     Args:
       name: the .so file name.
       deps: tfco_cc_library targets.
+      core: the tfco_core_op_library target in the same package.
       **kwargs: passed to cc_binary (visibility, ...).
     """
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps + select({
-            _USING_CUDA: [_CUDART],
-            "//conditions:default": [],
-        }),
-        additional_linker_inputs = [_TF_FRAMEWORK],
+        deps = deps,
+        # Whatever runs the op library from Bazel's runfiles gets the core
+        # beside it.
+        data = [core],
+        additional_linker_inputs = [_TF_FRAMEWORK, core],
         linkopts = [
             "$(location %s)" % _TF_FRAMEWORK,
+            "$(location %s)" % core,
+            "-Wl,-rpath,$$ORIGIN",
             "-Wl,--as-needed",
-        ] + select({
-            # Keep our CUDA runtime's symbols private: libtensorflow_framework
-            # exports a cudart stub of another CUDA version, and calls from
-            # this library must reach the runtime its kernels were built with.
-            _USING_CUDA: ["-Wl,--exclude-libs,libcudart_static.a"],
-            "//conditions:default": [],
-        }) + _SANITIZER_LINKOPTS,
+        ] + _SANITIZER_LINKOPTS,
         **kwargs
     )
 
@@ -309,6 +389,10 @@ def tfco_with_xla(items):
 # installed TensorFlow: acceptable for them, never used for the op library.
 def _framework_linked(rule, deps, **kwargs):
     rule(
+        # Linked statically: the kernel core's symbols are hidden, so its
+        # libraries cannot be linked as shared objects (Bazel's default for
+        # tests).
+        linkstatic = 1,
         copts = _COPTS,
         deps = deps + [_TF_HEADERS],
         additional_linker_inputs = [_TF_FRAMEWORK],
@@ -345,27 +429,27 @@ def tfco_cc_binary(name, srcs, deps = [], **kwargs):
 def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
     """A CUDA program that runs the library's GPU kernels without TensorFlow.
 
-    gpu_srcs are compiled by nvcc. Of each tfco_cc_library in `kernels` only
-    the GPU objects are linked, not the op registrations, so no TensorFlow
-    library is needed; the CUDA runtime, libstdc++ and libgcc are linked
-    statically, so the executable runs on any machine with an NVIDIA driver.
+    gpu_srcs are compiled by nvcc. Of each kernel only its kernel core is
+    linked, not the op registrations, so no TensorFlow library is needed;
+    the CUDA runtime, libstdc++ and libgcc are linked statically, so the
+    executable runs on any machine with an NVIDIA driver.
     It builds under --config=cuda only; elsewhere `//...` skips it.
 
     Args:
       name: binary name.
       gpu_srcs: *.cu.cc files with the program's host and device code.
-      kernels: tfco_cc_library targets with gpu_srcs.
-      deps: host tfco_cc_library targets without TensorFlow symbols.
+      kernels: tfco_kernel_library names; their kernel cores are linked.
+      deps: host tfco_core_library targets.
       **kwargs: passed to cc_binary (visibility, ...).
     """
-    objects = _nvcc_objects(name, gpu_srcs, [t + "_hdrs" for t in kernels + deps])
+    objects = _nvcc_objects(name, gpu_srcs, [t + "_core_hdrs" for t in kernels] + [t + "_hdrs" for t in deps])
     native.cc_binary(
         name = name,
         srcs = select({
             _USING_CUDA: objects,
             "//conditions:default": [],
         }),
-        deps = [k + "_gpu" for k in kernels] + deps + select({
+        deps = [k + "_core" for k in kernels] + deps + select({
             _USING_CUDA: [_CUDART],
             "//conditions:default": [],
         }),

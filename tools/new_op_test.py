@@ -89,7 +89,7 @@ class NewOpTest(unittest.TestCase):
                 "bazel",
                 "build",
                 "--config=cuda",
-                f"//tensorflow_customops/core/kernels:{_NAME}_op_gpu",
+                f"//tensorflow_customops/core/kernels:{_NAME}_op_core",
                 "//tools/gpu_check:gpu_check_gpu_check_o",
             )
 

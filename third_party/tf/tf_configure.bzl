@@ -4,6 +4,8 @@ tools/configure.py writes the values this rule reads into
 .tf_configure.bazelrc as --repo_env settings. The generated repository holds:
   //:tf_header_lib        TensorFlow's headers (includes CUDA 12 headers).
   //:tf_headers           the same files, for genrules (nvcc).
+  //:eigen_header_lib     Eigen alone (the kernel core's headers).
+  //:eigen_headers        the same files, for genrules (nvcc).
   //:tf_cuda_header_lib   adds TensorFlow's bundled CUDA headers to the path.
   //:libtensorflow_framework  the shared library file, linked by path.
   //:cudart_static        the CUDA runtime archive, when nvcc was found.
@@ -34,6 +36,11 @@ def _tf_configure_impl(ctx):
              ", ".join(missing) + "with the Python that has TensorFlow, then build again.")
 
     ctx.symlink(env["TF_HEADER_DIR"], "include")
+
+    # Eigen alone, for the kernel core, which must not see TensorFlow's
+    # headers.
+    ctx.symlink(env["TF_HEADER_DIR"] + "/Eigen", "eigen/Eigen")
+    ctx.symlink(env["TF_HEADER_DIR"] + "/unsupported", "eigen/unsupported")
     lib_name = env["TF_SHARED_LIBRARY_NAME"]
     ctx.symlink(env["TF_SHARED_LIBRARY_DIR"] + "/" + lib_name, "lib/" + lib_name)
     cc_name = env.get("TF_CC_LIBRARY_NAME", "")
@@ -58,6 +65,19 @@ cc_library(
     name = "tf_header_lib",
     hdrs = [":tf_headers"],
     includes = ["include"],
+)
+
+# Eigen (header-only) without TensorFlow's headers: the kernel core's only
+# dependency besides the C++ and CUDA runtimes.
+cc_library(
+    name = "eigen_header_lib",
+    hdrs = glob(["eigen/**"]),
+    includes = ["eigen"],
+)
+
+filegroup(
+    name = "eigen_headers",
+    srcs = glob(["eigen/**"]),
 )
 
 # The CUDA headers bundled with TensorFlow, for host-compiled sources that

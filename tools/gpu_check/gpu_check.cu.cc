@@ -1,7 +1,8 @@
-// Runs every GPU functor of the library on the cases of a case file and
+// Runs every GPU kernel of the library on the cases of a case file and
 // compares the results with the CPU kernels' outputs stored there. Needs a
-// CUDA GPU and nothing of TensorFlow at run time: the kernels come from the
-// library's *_gpu.cu.cc objects, which use Eigen's GPU device and CUDA only.
+// CUDA GPU and nothing of TensorFlow at run time: the kernels are the kernel
+// core's (core/kernels/core_api.h), called through the same C entry points
+// the op library calls.
 //
 //   gpu_check CASES [--outputs FILE]   one line per case, then
 //                                      "N passed, N failed"; exit 1 on failure
@@ -11,8 +12,6 @@
 //                                      "grads"), one JSON object per line
 //
 // Without a CUDA device it says so and exits with status 3.
-
-#define EIGEN_USE_GPU
 
 #include <cuda_runtime.h>
 
@@ -38,14 +37,54 @@
 namespace gpu_check {
 namespace {
 
-using tensorflow::TTypes;
-typedef Eigen::GpuDevice GPUDevice;
-
 void Check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string(what) + ": " +
                              cudaGetErrorString(status));
   }
+}
+
+// The stream every kernel runs on, as the kernel core's device.
+class GPUDevice {
+ public:
+  explicit GPUDevice(cudaStream_t stream)
+      : stream_(stream), device_{nullptr, stream} {}
+  cudaStream_t stream() const { return stream_; }
+  const TfcoDevice* core() const { return &device_; }
+  void synchronize() const {
+    Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  cudaStream_t stream_;
+  TfcoDevice device_;
+};
+
+// Throws the kernel core's error, if any.
+void CheckCore(TfcoError error) {
+  if (error != nullptr) throw std::runtime_error(error);
+}
+
+TfcoDtype CoreDtype(DType dtype) {
+  switch (dtype) {
+    case DType::kHalf:
+      return TFCO_HALF;
+    case DType::kBfloat16:
+      return TFCO_BFLOAT16;
+    case DType::kFloat:
+      return TFCO_FLOAT;
+    case DType::kDouble:
+      return TFCO_DOUBLE;
+    case DType::kInt32:
+      return TFCO_INT32;
+    case DType::kInt64:
+      return TFCO_INT64;
+    case DType::kInt8:
+      return TFCO_INT8;
+    case DType::kUint8:
+      return TFCO_UINT8;
+  }
+  throw std::runtime_error("unknown dtype");
 }
 
 // Device memory; outputs start as 0xff bytes (NaN, or -1), so an element a
@@ -98,43 +137,11 @@ class DeviceBuffer {
   size_t bytes_;
 };
 
-// Calls f(T()) with the C++ type of a floating-point dtype.
-template <typename F>
-void DispatchFloat(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kHalf:
-      return f(Eigen::half());
-    case DType::kBfloat16:
-      return f(Eigen::bfloat16());
-    case DType::kFloat:
-      return f(float());
-    case DType::kDouble:
-      return f(double());
-    default:
-      throw std::runtime_error(std::string("no GPU kernel for dtype ") +
-                               Name(dtype));
-  }
-}
-
-template <typename F>
-void DispatchZeroOut(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kInt64:
-      return f(int64_t());
-    case DType::kInt8:
-      return f(int8_t());
-    case DType::kUint8:
-      return f(uint8_t());
-    default:
-      return DispatchFloat(dtype, f);
-  }
-}
-
 // --- RoI ops.
 
 namespace roi = tensorflow::customops::roi;
 
-// A RoI case's functor arguments, built as the op kernels build them, and the
+// A RoI case's kernel arguments, built as the op kernels build them, and the
 // dims of its pooled tensor.
 struct RoiCall {
   roi::RoiArgs args;
@@ -187,7 +194,7 @@ roi::RoiKind RoiKindOf(const std::string& op) {
   throw std::runtime_error("not a RoI op: " + op);
 }
 
-// Device copies of a RoI case's tensors, and the calls of its functors, as
+// Device copies of a RoI case's tensors, and the calls of its kernels, as
 // the op kernels make them. Shared by the check and the benchmark.
 class RoiRunner {
  public:
@@ -219,14 +226,38 @@ class RoiRunner {
   bool has_grads() const { return grads_ != nullptr; }
 
   void Forward() {
-    DispatchFloat(dtype_, [&](auto t) { ForwardAs(t); });
+    const roi::RoiArgs& args = call_.args;
+    const TfcoDtype dtype = CoreDtype(dtype_);
+    const float* rois = device_rois();
+    if (args.attrs.bilinear()) {
+      CheckCore(TfcoRoiAlign(d_.core(), dtype, &args, features_.get<void>(),
+                             rois, pooled_.get<void>()));
+    } else {
+      // argmax is RoiPool's output only.
+      CheckCore(TfcoRoiPool(d_.core(), dtype, &args, features_.get<void>(),
+                            rois, pooled_.get<void>(),
+                            args.attrs.kind == roi::RoiKind::kPool
+                                ? argmax_.get<int32_t>()
+                                : nullptr));
+    }
   }
   void Backward() {
     if (!grads_) throw std::runtime_error(case_.name + ": no grads input");
-    DispatchFloat(dtype_, [&](auto t) { BackwardAs(t); });
+    const roi::RoiArgs& args = call_.args;
+    const TfcoDtype dtype = CoreDtype(dtype_);
+    const float* rois = device_rois();
+    if (args.attrs.bilinear()) {
+      CheckCore(TfcoRoiAlignGrad(d_.core(), dtype, &args, grads_->get<void>(),
+                                 rois, grad_features_.get<void>()));
+    } else {
+      CheckCore(TfcoRoiPoolGrad(
+          d_.core(), dtype, &args, grads_->get<void>(), rois,
+          args.attrs.kind == roi::RoiKind::kPool ? argmax_for_grad() : nullptr,
+          grad_features_.get<void>()));
+    }
   }
 
-  // The outputs of the functor the case names.
+  // The outputs of the kernel the case names.
   std::map<std::string, Tensor> Outputs() const {
     std::map<std::string, Tensor> out;
     if (IsGrad(case_.op)) {
@@ -262,44 +293,6 @@ class RoiRunner {
     // RoiPoolGrad uses the argmax its forward wrote; a case that carries the
     // CPU forward's argmax uses that one, so both sides scatter alike.
     return (argmax_input_ ? argmax_input_.get() : &argmax_)->get<int32_t>();
-  }
-
-  template <typename T>
-  void ForwardAs(T) {
-    namespace f = tensorflow::customops::functor;
-    const roi::RoiArgs& args = call_.args;
-    const T* x = features_.get<T>();
-    const float* rois = device_rois();
-    switch (args.attrs.kind) {
-      case roi::RoiKind::kAlign:
-      case roi::RoiKind::kPsAlign:
-        return f::RoiAlign<GPUDevice, T>()(d_, args, x, rois, pooled_.get<T>());
-      case roi::RoiKind::kPool:
-        return f::RoiPool<GPUDevice, T>()(d_, args, x, rois, pooled_.get<T>(),
-                                          argmax_.get<int32_t>());
-      case roi::RoiKind::kPsPool:
-        return f::PsRoiPool<GPUDevice, T>()(d_, args, x, rois,
-                                            pooled_.get<T>());
-    }
-  }
-
-  template <typename T>
-  void BackwardAs(T) {
-    namespace f = tensorflow::customops::functor;
-    const roi::RoiArgs& args = call_.args;
-    const T* g = grads_->get<T>();
-    const float* rois = device_rois();
-    T* out = grad_features_.get<T>();
-    switch (args.attrs.kind) {
-      case roi::RoiKind::kAlign:
-      case roi::RoiKind::kPsAlign:
-        return f::RoiAlignGrad<GPUDevice, T>()(d_, args, g, rois, out);
-      case roi::RoiKind::kPool:
-        return f::RoiPoolGrad<GPUDevice, T>()(d_, args, g, rois,
-                                              argmax_for_grad(), out);
-      case roi::RoiKind::kPsPool:
-        return f::PsRoiPoolGrad<GPUDevice, T>()(d_, args, g, rois, out);
-    }
   }
 
   const Case& case_;
@@ -340,13 +333,9 @@ std::map<std::string, Tensor> RunMatrixMul(const Case& c, const GPUDevice& d) {
   const int64_t n = tb ? b.dims[0] : b.dims[1];
   DeviceBuffer da(a), db(b);
   DeviceBuffer product = DeviceBuffer::Poisoned(m * n * SizeOf(a.dtype));
-  DispatchFloat(a.dtype, [&](auto t) {
-    typedef decltype(t) T;
-    tensorflow::customops::functor::MatrixMul<GPUDevice, T>()(
-        d, typename TTypes<T>::ConstMatrix(da.get<T>(), a.dims[0], a.dims[1]),
-        typename TTypes<T>::ConstMatrix(db.get<T>(), b.dims[0], b.dims[1]), ta,
-        tb, typename TTypes<T>::Matrix(product.get<T>(), m, n));
-  });
+  CheckCore(TfcoMatrixMul(d.core(), CoreDtype(a.dtype), da.get<void>(),
+                          a.dims[0], a.dims[1], db.get<void>(), b.dims[0],
+                          b.dims[1], ta, tb, product.get<void>()));
   d.synchronize();
   return {{"product", product.Download(a.dtype, {m, n})}};
 }
@@ -361,14 +350,6 @@ std::vector<DeviceBuffer> Uploads(const Case& c, const std::string& prefix,
     buffers.emplace_back(c.Input(prefix + std::to_string(i)));
   }
   return buffers;
-}
-
-// The host value of a scalar input.
-template <typename T>
-T HostScalar(const Tensor& t) {
-  T value;
-  std::memcpy(&value, t.data.data(), sizeof(T));
-  return value;
 }
 
 std::map<std::string, Tensor> RunClip(const Case& c, const GPUDevice& d) {
@@ -386,35 +367,30 @@ std::map<std::string, Tensor> RunClip(const Case& c, const GPUDevice& d) {
   DeviceBuffer scalar_out = DeviceBuffer::Poisoned(SizeOf(dtype));
   std::unique_ptr<DeviceBuffer> dglobal_norm;
   if (grad) dglobal_norm.reset(new DeviceBuffer(c.Input("dglobal_norm")));
-  std::unique_ptr<DeviceBuffer> scratch;
-
-  DispatchFloat(dtype, [&](auto type) {
-    typedef decltype(type) T;
-    namespace f = tensorflow::customops::functor;
-    f::ConstFlatList<T> inputs, dclipped;
-    f::FlatList<T> outputs;
-    for (int i = 0; i < n; ++i) {
-      const int64_t size = c.Input("t" + std::to_string(i)).NumElements();
-      inputs.emplace_back(t[i].get<T>(), size);
-      if (grad) dclipped.emplace_back(dy[i].get<T>(), size);
-      outputs.emplace_back(out[i].get<T>(), size);
-    }
-    const T clip_norm = HostScalar<T>(c.Input("clip_norm"));
-    typename TTypes<T>::Scalar scalar(scalar_out.get<T>());
-    if (grad) {
-      scratch.reset(new DeviceBuffer(
-          f::ClipByGlobalNormGrad<GPUDevice, T>::ScratchBytes(n)));
-      f::ClipByGlobalNormGrad<GPUDevice, T>()(
-          d, inputs, clip_norm, dclipped,
-          typename TTypes<T>::ConstScalar(dglobal_norm->get<T>()), outputs,
-          scalar, scratch->get<void>());
-    } else {
-      scratch.reset(
-          new DeviceBuffer(f::ClipByGlobalNorm<GPUDevice, T>::ScratchBytes(n)));
-      f::ClipByGlobalNorm<GPUDevice, T>()(d, inputs, clip_norm, outputs, scalar,
-                                          scratch->get<void>());
-    }
-  });
+  std::vector<const void*> inputs, dclipped;
+  std::vector<void*> outputs;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    sizes.push_back(c.Input("t" + std::to_string(i)).NumElements());
+    inputs.push_back(t[i].get<void>());
+    if (grad) dclipped.push_back(dy[i].get<void>());
+    outputs.push_back(out[i].get<void>());
+  }
+  const TfcoDtype core_dtype = CoreDtype(dtype);
+  DeviceBuffer scratch(
+      TfcoClipByGlobalNormScratchBytes(/*on_gpu=*/1, grad, core_dtype, n));
+  // clip_norm is a host value, as in the op kernels (HostMemory).
+  const void* clip_norm = c.Input("clip_norm").data.data();
+  if (grad) {
+    CheckCore(TfcoClipByGlobalNormGrad(
+        d.core(), core_dtype, n, inputs.data(), sizes.data(), clip_norm,
+        dclipped.data(), dglobal_norm->get<void>(), outputs.data(),
+        scalar_out.get<void>(), scratch.get<void>()));
+  } else {
+    CheckCore(TfcoClipByGlobalNorm(
+        d.core(), core_dtype, n, inputs.data(), sizes.data(), clip_norm,
+        outputs.data(), scalar_out.get<void>(), scratch.get<void>()));
+  }
   d.synchronize();
   std::map<std::string, Tensor> result;
   const std::string prefix = grad ? "dt" : "clipped";
@@ -432,20 +408,24 @@ std::map<std::string, Tensor> RunCheckNumerics(const Case& c,
                                                const GPUDevice& d) {
   const int n = static_cast<int>(c.Attr("num_tensors"));
   std::vector<DeviceBuffer> x = Uploads(c, "x", n);
-  DeviceBuffer flags(n * sizeof(int));
-  d.memset(flags.get<int>(), 0, n * sizeof(int));
+  std::vector<TfcoDtype> dtypes;
+  std::vector<const void*> tensors;
+  std::vector<int64_t> sizes;
   for (int i = 0; i < n; ++i) {
     const Tensor& input = c.Input("x" + std::to_string(i));
-    if (input.NumElements() == 0) continue;  // as the op kernel
-    DispatchFloat(input.dtype, [&](auto type) {
-      typedef decltype(type) T;
-      tensorflow::customops::functor::NumericFlags<GPUDevice, T>()(
-          d, typename TTypes<T>::ConstFlat(x[i].get<T>(), input.NumElements()),
-          flags.get<int>() + i);
-    });
+    dtypes.push_back(CoreDtype(input.dtype));
+    tensors.push_back(x[i].get<void>());
+    sizes.push_back(input.NumElements());
   }
-  d.synchronize();
-  return {{"flags", flags.Download(DType::kInt32, {n})}};
+  DeviceBuffer scratch = DeviceBuffer::Poisoned(n * sizeof(int));
+  Tensor flags;
+  flags.dtype = DType::kInt32;
+  flags.dims = {n};
+  flags.data.resize(n * sizeof(int));
+  CheckCore(TfcoNumericFlags(d.core(), n, dtypes.data(), tensors.data(),
+                             sizes.data(), scratch.get<int>(),
+                             reinterpret_cast<int*>(flags.data.data())));
+  return {{"flags", flags}};
 }
 
 // --- ZeroOut.
@@ -455,12 +435,8 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
   DeviceBuffer dx(x);
   DeviceBuffer y = DeviceBuffer::Poisoned(x.data.size());
   const int64_t keep = static_cast<int64_t>(c.Attr("keep"));
-  DispatchZeroOut(x.dtype, [&](auto type) {
-    typedef decltype(type) T;
-    tensorflow::customops::functor::ZeroOut<GPUDevice, T>()(
-        d, typename TTypes<T>::ConstFlat(dx.get<T>(), x.NumElements()),
-        typename TTypes<T>::Flat(y.get<T>(), x.NumElements()), keep);
-  });
+  CheckCore(TfcoZeroOut(d.core(), CoreDtype(x.dtype), dx.get<void>(),
+                        y.get<void>(), x.NumElements(), keep));
   d.synchronize();
   return {{"y", y.Download(x.dtype, x.dims)}};
 }
@@ -492,7 +468,7 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
   return outputs;
 }
 
-// --- Benchmark: median milliseconds of the RoI functors, timed with events.
+// --- Benchmark: median milliseconds of the RoI kernels, timed with events.
 
 double MedianMs(const GPUDevice& d, int repeats,
                 const std::function<void()>& step) {
@@ -580,8 +556,7 @@ int Main(int argc, char** argv) {
   const std::vector<Case> cases = ReadCases(cases_path);
   cudaStream_t stream;
   Check(cudaStreamCreate(&stream), "cudaStreamCreate");
-  Eigen::GpuStreamDevice stream_device(&stream, 0);
-  const GPUDevice d(&stream_device);
+  const GPUDevice d(stream);
   if (bench) return Bench(cases, repeats, d);
 
   std::map<std::string, Case> actual;

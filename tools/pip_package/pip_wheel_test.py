@@ -139,6 +139,7 @@ class PipWheelTest(unittest.TestCase):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
         self.assertIn("tensorflow_customops/python/ops/_custom_ops.so", names)
+        self.assertIn("tensorflow_customops/python/ops/_custom_ops_core.so", names)
         if self.xla:
             self.assertIn("tensorflow_customops/python/ops/_custom_ops_xla.so", names)
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
@@ -155,7 +156,10 @@ class PipWheelTest(unittest.TestCase):
     def test_libraries_have_no_build_tree_paths(self):
         # The op library needs TensorFlow's framework library only; the XLA
         # library also needs libtensorflow_cc, which holds XLA's op registry.
-        libraries = {"_custom_ops.so": ["libtensorflow_framework.so.2"]}
+        libraries = {
+            "_custom_ops.so": ["libtensorflow_framework.so.2", "_custom_ops_core.so"],
+            "_custom_ops_core.so": [],
+        }
         if self.xla:
             libraries["_custom_ops_xla.so"] = [
                 "libtensorflow_framework.so.2",
@@ -173,8 +177,10 @@ class PipWheelTest(unittest.TestCase):
             ).stdout
             for dependency in needed:
                 self.assertIn(dependency, dynamic, name)
-            if name == "_custom_ops.so":
+            if name != "_custom_ops_xla.so":
                 self.assertNotIn("libtensorflow_cc", dynamic)
+            if name == "_custom_ops_core.so":
+                self.assertNotIn("libtensorflow", dynamic)
             for line in dynamic.splitlines():
                 if "RPATH" in line or "RUNPATH" in line:
                     self.assertNotIn("bazel", line)

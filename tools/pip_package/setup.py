@@ -45,7 +45,11 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     packages=setuptools.find_packages(exclude=["*.kernel_tests", "*.kernel_tests.*"]),
     package_data={
-        "tensorflow_customops.python.ops": ["_custom_ops.so", "_custom_ops_xla.so"]
+        "tensorflow_customops.python.ops": [
+            "_custom_ops.so",
+            "_custom_ops_core.so",
+            "_custom_ops_xla.so",
+        ]
     },
     install_requires=[_tensorflow_requirement(_build_info["TF_VERSION"])],
     python_requires=">=3.9",

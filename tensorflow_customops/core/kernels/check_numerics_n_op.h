@@ -1,19 +1,34 @@
+// CustomOps>CheckNumericsN in the kernel core: its entry point, for the
+// OpKernel (check_numerics_n_op.cc), and, for the core's own sources, its
+// functor.
+
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_
 
-#include "tensorflow/core/framework/tensor_types.h"
+#include "tensorflow_customops/core/kernels/core_api.h"
+
+// Bits of a tensor's flags word.
+enum { TFCO_FOUND_NAN = 1, TFCO_FOUND_INF = 2 };
+
+// Sets flags[i] (host memory) to the TFCO_FOUND_* bits of what tensors[i]
+// holds, for i < n: sizes[i] elements of dtypes[i], floating point. On GPU
+// the tensors are device memory, `scratch` is n ints of device memory, and
+// the call waits for the stream, since the flags are read on the host.
+extern "C" TFCO_CORE_API TfcoError TfcoNumericFlags(
+    const TfcoDevice* device, int n, const TfcoDtype* dtypes,
+    const void* const* tensors, const int64_t* sizes, int* scratch, int* flags);
+
+#ifdef TFCO_KERNEL_CORE
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
 namespace functor {
 
-// Bits of a tensor's flags word.
-constexpr int kFoundNaN = 1;
-constexpr int kFoundInf = 2;
-
-// ORs kFoundNaN and kFoundInf into *flags (device memory, zeroed by the
-// caller) for what x holds. Shared by the CPU kernel (check_numerics_n_op.cc)
-// and the GPU kernel (check_numerics_n_op_gpu.cu.cc). x is not empty.
+// ORs TFCO_FOUND_NAN and TFCO_FOUND_INF into *flags (device memory, zeroed by
+// the caller) for what x holds. Shared by the CPU kernel
+// (check_numerics_n_op_cpu.cc) and the GPU kernel
+// (check_numerics_n_op_gpu.cu.cc). x is not empty.
 template <typename Device, typename T>
 struct NumericFlags {
   void operator()(const Device& d, typename TTypes<T>::ConstFlat x, int* flags);
@@ -22,5 +37,6 @@ struct NumericFlags {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
+#endif  // TFCO_KERNEL_CORE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_

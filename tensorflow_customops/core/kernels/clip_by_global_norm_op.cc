@@ -1,10 +1,7 @@
-// CPU kernels of CustomOps>ClipByGlobalNorm and CustomOps>ClipByGlobalNormGrad,
-// and GPU kernel registrations.
-
-#define EIGEN_USE_THREADS
-#if GOOGLE_CUDA
-#define EIGEN_USE_GPU
-#endif
+// The OpKernels of CustomOps>ClipByGlobalNorm and
+// CustomOps>ClipByGlobalNormGrad, which run the kernel core's
+// TfcoClipByGlobalNorm and TfcoClipByGlobalNormGrad
+// (clip_by_global_norm_op_cpu.cc, clip_by_global_norm_op_gpu.cu.cc).
 
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
 
@@ -14,257 +11,13 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tensorflow_customops/core/kernels/cpu_simd.h"
+#include "tensorflow_customops/core/kernels/core_call.h"
 
 namespace tensorflow {
 namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
-
-namespace functor {
-namespace {
-
-// The elements of all the tensors, taken in order as one sequence, are cut
-// into chunks of kChunkSize (the last one shorter); a chunk can span many
-// small tensors. Chunks fix the summation order by the sizes alone, so sums
-// do not depend on the number of threads, and they keep per-task overhead low
-// where a model has hundreds of small tensors.
-constexpr int64_t kChunkSize = 1 << 14;
-
-struct Piece {
-  int tensor;
-  int64_t begin;
-  int64_t end;
-};
-
-class Chunks {
- public:
-  // t: a ConstFlatList.
-  template <typename FlatList>
-  explicit Chunks(const FlatList& t) {
-    first_piece_.push_back(0);
-    int64_t filled = 0;
-    for (int i = 0; i < static_cast<int>(t.size()); ++i) {
-      for (int64_t begin = 0; begin < t[i].size();) {
-        if (filled == kChunkSize) {
-          first_piece_.push_back(pieces_.size());
-          filled = 0;
-        }
-        const int64_t end = std::min(t[i].size(), begin + kChunkSize - filled);
-        pieces_.push_back({i, begin, end});
-        filled += end - begin;
-        begin = end;
-      }
-    }
-    first_piece_.push_back(pieces_.size());
-  }
-
-  int64_t size() const { return first_piece_.size() - 1; }
-
-  // Sum over the pieces of `chunk`, in order, of piece_sum(piece).
-  template <typename PieceSum>
-  double Sum(int64_t chunk, PieceSum piece_sum) const {
-    double sum = 0;
-    ForEachPiece(chunk, [&](const Piece& piece) { sum += piece_sum(piece); });
-    return sum;
-  }
-
-  template <typename Fn>
-  void ForEachPiece(int64_t chunk, Fn fn) const {
-    for (int64_t k = first_piece_[chunk]; k < first_piece_[chunk + 1]; ++k) {
-      fn(pieces_[k]);
-    }
-  }
-
- private:
-  std::vector<Piece> pieces_;
-  std::vector<int64_t> first_piece_;  // of each chunk, and one past the last
-};
-
-// Runs fn(chunk) for every chunk: one contiguous range of chunks per thread,
-// none for fewer than kMinChunksPerThread chunks, where waking the pool costs
-// more than the work. Within a range, chunks go forwards or, with `reverse`,
-// backwards. The second pass over the data runs in reverse, so that each
-// thread starts with the chunks it read last, which are likely still in its
-// cache (Eigen's parallelFor runs the first range on the calling thread both
-// times). Which thread runs a chunk never changes the result.
-constexpr int64_t kMinChunksPerThread = 4;
-
-template <typename T, typename Fn>
-void ForEachChunk(const CPUDevice& d, int64_t chunks, bool reverse, Fn fn) {
-  const auto run_range = [&](int64_t begin, int64_t end) {
-    if (reverse) {
-      for (int64_t c = end; c-- > begin;) fn(c);
-    } else {
-      for (int64_t c = begin; c < end; ++c) fn(c);
-    }
-  };
-  const int64_t ranges =
-      std::min<int64_t>(d.numThreads(), chunks / kMinChunksPerThread);
-  if (ranges <= 1) {
-    run_range(0, chunks);
-    return;
-  }
-  const double elements_per_range =
-      static_cast<double>(chunks) * kChunkSize / static_cast<double>(ranges);
-  d.parallelFor(
-      ranges,
-      Eigen::TensorOpCost(elements_per_range * sizeof(T),
-                          elements_per_range * sizeof(T), elements_per_range),
-      [&](Eigen::Index first, Eigen::Index last) {
-        for (Eigen::Index r = first; r < last; ++r) {
-          run_range(chunks * r / ranges, chunks * (r + 1) / ranges);
-        }
-      });
-}
-
-// Sum of term(j) over [0, n) in a fixed order: kLanes accumulators, so that
-// consecutive additions do not wait on each other and the loop vectorises,
-// added pairwise at the end.
-constexpr int kLanes = 16;
-
-template <typename Term>
-inline double LaneSum(int64_t n, Term term) {
-  double acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int lane = 0; lane < kLanes; ++lane) acc[lane] += term(j + lane);
-  }
-  for (; j < n; ++j) acc[0] += term(j);
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int lane = 0; lane < width; ++lane) acc[lane] += acc[lane + width];
-  }
-  return acc[0];
-}
-
-// The loops over the elements. Sums are taken in double.
-template <typename T>
-double SumOfSquares(const T* x, int64_t n) {
-  return LaneSum(n, [x](int64_t j) {
-    const double v = static_cast<double>(x[j]);
-    return v * v;
-  });
-}
-
-template <typename T>
-double Dot(const T* x, const T* y, int64_t n) {
-  return LaneSum(n, [x, y](int64_t j) {
-    return static_cast<double>(x[j]) * static_cast<double>(y[j]);
-  });
-}
-
-template <typename T>
-void Scale(const T* x, T scale, T* y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale;
-}
-
-// dx = a * dy + b * x, in double.
-template <typename T>
-void Grad(const T* dy, double a, const T* x, double b, T* dx, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    dx[j] = static_cast<T>(a * static_cast<double>(dy[j]) +
-                           b * static_cast<double>(x[j]));
-  }
-}
-
-// Overloads for float and double, preferred to the templates, which they
-// inline once per clone: AVX-512, AVX2 and the baseline (cpu_simd.h).
-// clip_by_global_norm_op_test checks the sum against an emulation of the
-// loops' order.
-#define DEFINE_CLONED_LOOPS(T)                                            \
-  TFCO_SIMD_CLONES double SumOfSquares(const T* x, int64_t n) {           \
-    return SumOfSquares<T>(x, n);                                         \
-  }                                                                       \
-  TFCO_SIMD_CLONES double Dot(const T* x, const T* y, int64_t n) {        \
-    return Dot<T>(x, y, n);                                               \
-  }                                                                       \
-  TFCO_SIMD_CLONES void Scale(const T* x, T scale, T* y, int64_t n) {     \
-    Scale<T>(x, scale, y, n);                                             \
-  }                                                                       \
-  TFCO_SIMD_CLONES void Grad(const T* dy, double a, const T* x, double b, \
-                             T* dx, int64_t n) {                          \
-    Grad<T>(dy, a, x, b, dx, n);                                          \
-  }
-DEFINE_CLONED_LOOPS(float)
-DEFINE_CLONED_LOOPS(double)
-#undef DEFINE_CLONED_LOOPS
-
-// Adds the per-chunk partial sums in chunk order.
-double OrderedSum(const std::vector<double>& partials) {
-  double sum = 0;
-  for (double p : partials) sum += p;
-  return sum;
-}
-
-}  // namespace
-
-template <typename T>
-struct ClipByGlobalNorm<CPUDevice, T> {
-  static int64_t ScratchBytes(int64_t) { return 0; }
-
-  void operator()(const CPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
-                  const FlatList<T>& clipped,
-                  typename TTypes<T>::Scalar global_norm, void*) {
-    const Chunks chunks(t);
-    std::vector<double> partials(chunks.size());
-    ForEachChunk<T>(d, chunks.size(), false, [&](int64_t c) {
-      partials[c] = chunks.Sum(c, [&](const Piece& piece) {
-        return SumOfSquares(t[piece.tensor].data() + piece.begin,
-                            piece.end - piece.begin);
-      });
-    });
-    const T norm = static_cast<T>(std::sqrt(OrderedSum(partials)));
-    global_norm() = norm;
-    const T scale = ClipScale(norm, clip_norm);
-    ForEachChunk<T>(d, chunks.size(), true, [&](int64_t c) {
-      chunks.ForEachPiece(c, [&](const Piece& piece) {
-        Scale(t[piece.tensor].data() + piece.begin, scale,
-              clipped[piece.tensor].data() + piece.begin,
-              piece.end - piece.begin);
-      });
-    });
-  }
-};
-
-template <typename T>
-struct ClipByGlobalNormGrad<CPUDevice, T> {
-  static int64_t ScratchBytes(int64_t) { return 0; }
-
-  void operator()(const CPUDevice& d, const ConstFlatList<T>& t, T clip_norm,
-                  const ConstFlatList<T>& dclipped,
-                  typename TTypes<T>::ConstScalar dglobal_norm,
-                  const FlatList<T>& dt, typename TTypes<T>::Scalar dclip_norm,
-                  void*) {
-    const Chunks chunks(t);
-    std::vector<double> squares(chunks.size());
-    std::vector<double> dots(chunks.size());
-    ForEachChunk<T>(d, chunks.size(), false, [&](int64_t c) {
-      squares[c] = chunks.Sum(c, [&](const Piece& piece) {
-        return SumOfSquares(t[piece.tensor].data() + piece.begin,
-                            piece.end - piece.begin);
-      });
-      dots[c] = chunks.Sum(c, [&](const Piece& piece) {
-        return Dot(t[piece.tensor].data() + piece.begin,
-                   dclipped[piece.tensor].data() + piece.begin,
-                   piece.end - piece.begin);
-      });
-    });
-    const ClipGradCoefficients coef = ClipGrad(
-        OrderedSum(squares), OrderedSum(dots), static_cast<double>(clip_norm),
-        static_cast<double>(dglobal_norm()));
-    dclip_norm() = static_cast<T>(coef.dclip_norm);
-    ForEachChunk<T>(d, chunks.size(), true, [&](int64_t c) {
-      chunks.ForEachPiece(c, [&](const Piece& piece) {
-        Grad(dclipped[piece.tensor].data() + piece.begin, coef.scale,
-             t[piece.tensor].data() + piece.begin, coef.x_coef,
-             dt[piece.tensor].data() + piece.begin, piece.end - piece.begin);
-      });
-    });
-  }
-};
-
-}  // namespace functor
 
 namespace {
 
@@ -276,7 +29,7 @@ absl::Status CheckScalar(const Tensor& tensor, const char* op,
                                  tensor.shape().DebugString());
 }
 
-// The functor's device scratch memory (null when it needs none), held by
+// The core's device scratch memory (null when it needs none), held by
 // `storage` for the duration of the kernel.
 absl::Status AllocateScratch(OpKernelContext* context, int64_t bytes,
                              Tensor* storage, void** scratch) {
@@ -307,26 +60,33 @@ class ClipByGlobalNormOp : public OpKernel {
     OP_REQUIRES_OK(context,
                    CheckScalar(clip_norm, "ClipByGlobalNorm", "clip_norm"));
 
-    functor::ConstFlatList<T> inputs;
-    functor::FlatList<T> outputs;
+    std::vector<const void*> inputs(n);
+    std::vector<int64_t> sizes(n);
+    std::vector<void*> outputs(n);
     for (int i = 0; i < n; ++i) {
       Tensor* out = nullptr;
       // Scaling in place is safe: each element is read before it is written.
       OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
                                   {i}, i, t[i].shape(), &out));
-      inputs.push_back(t[i].flat<T>());
-      outputs.push_back(out->flat<T>());
+      inputs[i] = t[i].data();
+      sizes[i] = t[i].NumElements();
+      outputs[i] = out->data();
     }
     Tensor* global_norm = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(n, TensorShape({}), &global_norm));
-    typedef functor::ClipByGlobalNorm<Device, T> Functor;
     Tensor storage;
     void* scratch;
-    OP_REQUIRES_OK(context, AllocateScratch(context, Functor::ScratchBytes(n),
-                                            &storage, &scratch));
-    Functor()(context->eigen_device<Device>(), inputs, clip_norm.scalar<T>()(),
-              outputs, global_norm->scalar<T>(), scratch);
+    OP_REQUIRES_OK(context,
+                   AllocateScratch(context,
+                                   TfcoClipByGlobalNormScratchBytes(
+                                       OnGpu<Device>(), 0, CoreDtype<T>(), n),
+                                   &storage, &scratch));
+    const CoreDevice device(context, OnGpu<Device>());
+    OP_REQUIRES_OK(context, CoreStatus(TfcoClipByGlobalNorm(
+                                device.get(), CoreDtype<T>(), n, inputs.data(),
+                                sizes.data(), clip_norm.data(), outputs.data(),
+                                global_norm->data(), scratch)));
   }
 };
 
@@ -352,9 +112,10 @@ class ClipByGlobalNormGradOp : public OpKernel {
     OP_REQUIRES_OK(context, CheckScalar(dglobal_norm, "ClipByGlobalNormGrad",
                                         "dglobal_norm"));
 
-    functor::ConstFlatList<T> inputs;
-    functor::ConstFlatList<T> grads;
-    functor::FlatList<T> outputs;
+    std::vector<const void*> inputs(n);
+    std::vector<int64_t> sizes(n);
+    std::vector<const void*> grads(n);
+    std::vector<void*> outputs(n);
     for (int i = 0; i < n; ++i) {
       OP_REQUIRES(context, dclipped[i].shape() == t[i].shape(),
                   errors::InvalidArgument(
@@ -368,21 +129,27 @@ class ClipByGlobalNormGradOp : public OpKernel {
       // written.
       OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
                                   {n + 1 + i}, i, t[i].shape(), &out));
-      inputs.push_back(t[i].flat<T>());
-      grads.push_back(dclipped[i].flat<T>());
-      outputs.push_back(out->flat<T>());
+      inputs[i] = t[i].data();
+      sizes[i] = t[i].NumElements();
+      grads[i] = dclipped[i].data();
+      outputs[i] = out->data();
     }
     Tensor* dclip_norm = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(n, TensorShape({}), &dclip_norm));
-    typedef functor::ClipByGlobalNormGrad<Device, T> Functor;
     Tensor storage;
     void* scratch;
-    OP_REQUIRES_OK(context, AllocateScratch(context, Functor::ScratchBytes(n),
-                                            &storage, &scratch));
-    Functor()(context->eigen_device<Device>(), inputs, clip_norm.scalar<T>()(),
-              grads, dglobal_norm.scalar<T>(), outputs, dclip_norm->scalar<T>(),
-              scratch);
+    OP_REQUIRES_OK(context,
+                   AllocateScratch(context,
+                                   TfcoClipByGlobalNormScratchBytes(
+                                       OnGpu<Device>(), 1, CoreDtype<T>(), n),
+                                   &storage, &scratch));
+    const CoreDevice device(context, OnGpu<Device>());
+    OP_REQUIRES_OK(context, CoreStatus(TfcoClipByGlobalNormGrad(
+                                device.get(), CoreDtype<T>(), n, inputs.data(),
+                                sizes.data(), clip_norm.data(), grads.data(),
+                                dglobal_norm.data(), outputs.data(),
+                                dclip_norm->data(), scratch)));
   }
 };
 
@@ -402,17 +169,6 @@ TF_CALL_double(REGISTER_CPU);
 #undef REGISTER_CPU
 
 #if GOOGLE_CUDA
-
-namespace functor {
-#define DECLARE_GPU_SPEC(T)                              \
-  extern template struct ClipByGlobalNorm<GPUDevice, T>; \
-  extern template struct ClipByGlobalNormGrad<GPUDevice, T>;
-TF_CALL_half(DECLARE_GPU_SPEC);
-TF_CALL_bfloat16(DECLARE_GPU_SPEC);
-TF_CALL_float(DECLARE_GPU_SPEC);
-TF_CALL_double(DECLARE_GPU_SPEC);
-#undef DECLARE_GPU_SPEC
-}  // namespace functor
 
 // clip_norm stays in host memory: the kernels need its value on the host to
 // pass it to the GPU kernels as an argument, without a device-to-host copy.

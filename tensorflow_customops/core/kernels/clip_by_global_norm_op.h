@@ -1,11 +1,43 @@
+// CustomOps>ClipByGlobalNorm and CustomOps>ClipByGlobalNormGrad in the kernel
+// core: their entry points, for the OpKernels (clip_by_global_norm_op.cc),
+// and, for the core's own sources, their functors.
+
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_
 
+#include "tensorflow_customops/core/kernels/core_api.h"
+
+/* The bytes of device scratch memory that TfcoClipByGlobalNorm (grad = 0) or
+ * TfcoClipByGlobalNormGrad (grad = 1) needs for n tensors of a floating-point
+ * `dtype`, on the GPU (on_gpu = 1) or the CPU; 0 when it needs none. */
+extern "C" TFCO_CORE_API int64_t
+TfcoClipByGlobalNormScratchBytes(int on_gpu, int grad, TfcoDtype dtype, int n);
+
+/* clipped[i] = t[i] * factor and *global_norm = the global norm, for n >= 1
+ * tensors t[i] of sizes[i] elements of a floating-point `dtype` (clipped[i]
+ * may be t[i]). clip_norm points to one value of `dtype` in host memory;
+ * global_norm is device memory on GPU. `scratch` is device memory of
+ * TfcoClipByGlobalNormScratchBytes bytes (null if 0). */
+extern "C" TFCO_CORE_API TfcoError TfcoClipByGlobalNorm(
+    const TfcoDevice* device, TfcoDtype dtype, int n, const void* const* t,
+    const int64_t* sizes, const void* clip_norm, void* const* clipped,
+    void* global_norm, void* scratch);
+
+/* The gradient: dt[i] (which may be dclipped[i]) and *dclip_norm from t,
+ * dclipped (of t's sizes) and *dglobal_norm. clip_norm is a host value as in
+ * the forward; dglobal_norm and dclip_norm are device memory on GPU, scratch
+ * as in the forward (grad = 1). */
+extern "C" TFCO_CORE_API TfcoError TfcoClipByGlobalNormGrad(
+    const TfcoDevice* device, TfcoDtype dtype, int n, const void* const* t,
+    const int64_t* sizes, const void* clip_norm, const void* const* dclipped,
+    const void* dglobal_norm, void* const* dt, void* dclip_norm, void* scratch);
+
+#ifdef TFCO_KERNEL_CORE
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "tensorflow/core/framework/tensor_types.h"
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
@@ -86,5 +118,7 @@ struct ClipByGlobalNormGrad {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
+
+#endif  // TFCO_KERNEL_CORE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_

@@ -9,15 +9,11 @@
 
 #define EIGEN_USE_GPU
 
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {
-
-typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -108,7 +104,7 @@ int64_t SlotCount(int64_t num_tensors, int sums) {
 
 // Zeroes the slots: those of empty tensors are never written, yet summed.
 double* ZeroedSlots(const GPUDevice& d, void* scratch, int64_t count) {
-  d.memset(scratch, 0, count * sizeof(double));
+  ZeroGpuMemory(d, scratch, count * sizeof(double));
   return static_cast<double*>(scratch);
 }
 
@@ -188,10 +184,7 @@ struct ClipByGlobalNormGrad<GPUDevice, T> {
 #define DEFINE_GPU_SPEC(T)                        \
   template struct ClipByGlobalNorm<GPUDevice, T>; \
   template struct ClipByGlobalNormGrad<GPUDevice, T>;
-TF_CALL_half(DEFINE_GPU_SPEC);
-TF_CALL_bfloat16(DEFINE_GPU_SPEC);
-TF_CALL_float(DEFINE_GPU_SPEC);
-TF_CALL_double(DEFINE_GPU_SPEC);
+TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor

@@ -1,25 +1,24 @@
-// Launch helpers for the GPU kernels, built on CUDA and Eigen's GPU device
-// alone. TensorFlow's GetGpuLaunchConfig and GpuLaunchKernel are not used:
-// they take an int element count (a tensor of 2^31 or more elements would be
-// truncated), and their CHECKs and absl::Status pull in TensorFlow's logging,
-// which tools/gpu_check, a program that runs the kernels without TensorFlow,
-// cannot link.
+// Launch and device helpers of the core's GPU kernels, built on the CUDA
+// runtime alone (no TensorFlow: see core_api.h). Element counts are 64-bit,
+// so tensors of 2^31 or more elements are not truncated, and failures are
+// recorded as the call's error (core_device.h), never a process abort.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_LAUNCH_CU_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_LAUNCH_CU_H_
 
 #if GOOGLE_CUDA
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <string>
 #include <tuple>
 #include <type_traits>
 
 #define EIGEN_USE_GPU
 
-#include "unsupported/Eigen/CXX11/Tensor"
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
@@ -28,13 +27,24 @@ namespace customops {
 // __launch_bounds__.
 constexpr int kGpuLoopThreads = 256;
 
-// Launches kernel<<<blocks, threads, 0, d.stream()>>>(args...). Every
+inline cudaStream_t StreamOf(const GPUDevice& d) {
+  return static_cast<cudaStream_t>(d.raw_stream());
+}
+
+// Records `status`, unless it is cudaSuccess, as the call's error.
+inline void CheckCuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    RecordError(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+// Launches kernel<<<blocks, threads, 0, stream>>>(args...). Every
 // configuration these helpers compute is valid, so a rejected launch is a
-// broken build or device; like TensorFlow's own kernels
-// (TF_CHECK_OK(GpuLaunchKernel(...))), the process stops with CUDA's message.
+// driver too old for the kernels, no device, or a broken build: the op fails
+// with CUDA's message.
 template <typename... Params, typename... Args>
 void LaunchGpuKernel(void (*kernel)(Params...), dim3 blocks, dim3 threads,
-                     const Eigen::GpuDevice& d, Args... args) {
+                     const GPUDevice& d, Args... args) {
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "wrong number of kernel arguments");
   // cudaLaunchKernel reads each argument through a pointer to a value of
@@ -44,14 +54,10 @@ void LaunchGpuKernel(void (*kernel)(Params...), dim3 blocks, dim3 threads,
       [&](auto&... value) {
         void* pointers[] = {static_cast<void*>(&value)...};
         return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), blocks,
-                                threads, pointers, 0, d.stream());
+                                threads, pointers, 0, StreamOf(d));
       },
       values);
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "tensorflow_customops: GPU kernel launch failed: %s\n",
-                 cudaGetErrorString(status));
-    std::abort();
-  }
+  CheckCuda(status, "GPU kernel launch");
 }
 
 // Launches a kernel whose grid-stride loop, `for (int64_t i :
@@ -60,8 +66,8 @@ void LaunchGpuKernel(void (*kernel)(Params...), dim3 blocks, dim3 threads,
 // as many as the multiprocessors hold at once for this kernel, fewer for
 // small sizes (at least one, so an empty loop is still a valid launch).
 template <typename... Params, typename... Args>
-void LaunchGpuLoop(void (*kernel)(Params...), int64_t size,
-                   const Eigen::GpuDevice& d, Args... args) {
+void LaunchGpuLoop(void (*kernel)(Params...), int64_t size, const GPUDevice& d,
+                   Args... args) {
   constexpr int kThreads = kGpuLoopThreads;
   int blocks_per_multiprocessor = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -74,6 +80,71 @@ void LaunchGpuLoop(void (*kernel)(Params...), int64_t size,
   const int64_t blocks = std::max<int64_t>(1, std::min(needed, resident));
   LaunchGpuKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                   d, args...);
+}
+
+// The indices i = start, start + stride, ... below `count` of the calling
+// thread in a one-dimensional grid-stride loop:
+//   for (int64_t i : GpuGridRangeX<int64_t>(size)) ...
+template <typename I>
+class GpuGridRangeX {
+ public:
+  struct Iterator {
+    I i;
+    I stride;
+    __device__ I operator*() const { return i; }
+    __device__ Iterator& operator++() {
+      i += stride;
+      return *this;
+    }
+    __device__ bool operator!=(const Iterator& end) const { return i < end.i; }
+  };
+  __device__ explicit GpuGridRangeX(I count)
+      : start_(static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) +
+               static_cast<I>(threadIdx.x)),
+        stride_(static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x)),
+        count_(count) {}
+  __device__ Iterator begin() const { return Iterator{start_, stride_}; }
+  __device__ Iterator end() const { return Iterator{count_, stride_}; }
+
+ private:
+  I start_;
+  I stride_;
+  I count_;
+};
+
+// *address += value, atomically. half and bfloat16 add in float and round
+// once, through a compare-and-swap of the 32-bit word that holds them (no
+// native 16-bit atomic exists on every architecture built for).
+__device__ inline void GpuAtomicAdd(float* address, float value) {
+  atomicAdd(address, value);
+}
+__device__ inline void GpuAtomicAdd(double* address, double value) {
+  atomicAdd(address, value);
+}
+template <typename T>
+__device__ inline void GpuAtomicAdd16(T* address, T value) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  unsigned int* word = reinterpret_cast<unsigned int*>(at & ~uintptr_t{3});
+  const int shift = (at & 2) ? 16 : 0;
+  unsigned int old = *word;
+  unsigned int assumed;
+  do {
+    assumed = old;
+    const T current = Eigen::numext::bit_cast<T>(
+        static_cast<uint16_t>((assumed >> shift) & 0xffffu));
+    const T sum =
+        static_cast<T>(static_cast<float>(current) + static_cast<float>(value));
+    const unsigned int bits = Eigen::numext::bit_cast<uint16_t>(sum);
+    old = atomicCAS(word, assumed,
+                    (assumed & ~(0xffffu << shift)) | (bits << shift));
+  } while (old != assumed);
+}
+__device__ inline void GpuAtomicAdd(Eigen::half* address, Eigen::half value) {
+  GpuAtomicAdd16(address, value);
+}
+__device__ inline void GpuAtomicAdd(Eigen::bfloat16* address,
+                                    Eigen::bfloat16 value) {
+  GpuAtomicAdd16(address, value);
 }
 
 }  // namespace customops

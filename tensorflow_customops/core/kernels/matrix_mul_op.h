@@ -1,14 +1,28 @@
+// CustomOps>MatrixMul in the kernel core: its entry point, for the OpKernels
+// (matrix_mul_op.cc), and, for the core's own sources, its functor.
+
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_
 
-#include "tensorflow/core/framework/tensor_types.h"
+#include "tensorflow_customops/core/kernels/core_api.h"
+
+// product = op(a) * op(b) for a [a_rows, a_cols] and b [b_rows, b_cols] of
+// a floating-point `dtype`, op transposing where its flag is set; the caller
+// has checked the shapes and that the product is not empty.
+extern "C" TFCO_CORE_API TfcoError
+TfcoMatrixMul(const TfcoDevice* device, TfcoDtype dtype, const void* a,
+              int64_t a_rows, int64_t a_cols, const void* b, int64_t b_rows,
+              int64_t b_cols, int transpose_a, int transpose_b, void* product);
+
+#ifdef TFCO_KERNEL_CORE
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
 namespace functor {
 
 // product = op(a) * op(b), where op transposes when its flag is set. Shared by
-// the CPU kernel (matrix_mul_op.cc) and the GPU kernel
+// the CPU kernel (matrix_mul_op_cpu.cc) and the GPU kernel
 // (matrix_mul_op_gpu.cu.cc). The caller has checked the shapes and that
 // product is not empty; the inner dimension may be zero.
 template <typename Device, typename T>
@@ -21,5 +35,6 @@ struct MatrixMul {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
+#endif  // TFCO_KERNEL_CORE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_

@@ -3,19 +3,13 @@
 
 #if GOOGLE_CUDA
 
-#define EIGEN_USE_GPU
-
 #include <algorithm>
 
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 
 namespace tensorflow {
 namespace customops {
-
-typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -97,10 +91,7 @@ struct MatrixMul<GPUDevice, T> {
 };
 
 #define DEFINE_GPU_SPEC(T) template struct MatrixMul<GPUDevice, T>;
-TF_CALL_half(DEFINE_GPU_SPEC);
-TF_CALL_bfloat16(DEFINE_GPU_SPEC);
-TF_CALL_float(DEFINE_GPU_SPEC);
-TF_CALL_double(DEFINE_GPU_SPEC);
+TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor

@@ -1,7 +1,30 @@
+// CustomOps>RoiAlign and CustomOps>PsRoiAlign, and their gradients, in the
+// kernel core: the entry points, for the OpKernels (roi_align_op.cc), and,
+// for the core's own sources, the functors and their shared geometry.
+
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_
 
+#include "tensorflow_customops/core/kernels/core_api.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
+
+// pooled = RoiAlign(features, rois), or PsRoiAlign as args->attrs.kind says,
+// for a floating-point `dtype`. `args` is validated, the pooled tensor is not
+// empty, and `rois` ([K, 5], validated) is in the device's memory.
+extern "C" TFCO_CORE_API TfcoError
+TfcoRoiAlign(const TfcoDevice* device, TfcoDtype dtype,
+             const tensorflow::customops::roi::RoiArgs* args,
+             const void* features, const float* rois, void* pooled);
+
+// grad_features = d(pooled)/d(features)^T grads of the same kernel; the
+// feature gradient is not empty, and is fully written.
+extern "C" TFCO_CORE_API TfcoError
+TfcoRoiAlignGrad(const TfcoDevice* device, TfcoDtype dtype,
+                 const tensorflow::customops::roi::RoiArgs* args,
+                 const void* grads, const float* rois, void* grad_features);
+
+#ifdef TFCO_KERNEL_CORE
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
@@ -65,7 +88,8 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE A SampleCount(const AlignBox<A>& box) {
 namespace functor {
 
 // pooled = RoiAlign(features, rois), or PsRoiAlign as args.attrs.kind says.
-// `rois` is validated [K, 5] in the device's memory.
+// `rois` is validated [K, 5] in the device's memory. Shared by the CPU kernel
+// (roi_align_op_cpu.cc) and the GPU kernel (roi_align_op_gpu.cu.cc).
 template <typename Device, typename T>
 struct RoiAlign {
   void operator()(const Device& d, const roi::RoiArgs& args, const T* features,
@@ -83,5 +107,6 @@ struct RoiAlignGrad {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
+#endif  // TFCO_KERNEL_CORE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_

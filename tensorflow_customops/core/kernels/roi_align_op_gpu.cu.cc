@@ -7,18 +7,12 @@
 
 #if GOOGLE_CUDA
 
-#define EIGEN_USE_GPU
-
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 
 namespace tensorflow {
 namespace customops {
-
-typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -159,7 +153,7 @@ struct RoiAlignGrad<GPUDevice, T> {
 #define DEFINE_GPU_SPEC(T)                \
   template struct RoiAlign<GPUDevice, T>; \
   template struct RoiAlignGrad<GPUDevice, T>;
-TF_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC);
+TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor

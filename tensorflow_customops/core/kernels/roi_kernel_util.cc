@@ -1,18 +1,10 @@
-#define EIGEN_USE_THREADS
-#if GOOGLE_CUDA
-#define EIGEN_USE_GPU
-#endif
-
 #include "tensorflow_customops/core/kernels/roi_kernel_util.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
-#include <string>
 #include <vector>
 
-#include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/lib/core/errors.h"
 
 namespace tensorflow {
@@ -146,17 +138,15 @@ absl::Status PlaceRois(OpKernelContext* context, const Tensor& rois,
                        const RoiKernelOptions& options, RoiCall* call) {
   call->rois = rois.flat<float>().data();
   if (!options.on_gpu || call->empty) return absl::OkStatus();
-#if GOOGLE_CUDA
   TF_RETURN_IF_ERROR(
       context->allocate_temp(DT_FLOAT, rois.shape(), &call->device_rois));
   float* device = call->device_rois.flat<float>().data();
-  CopyToDevice(context->eigen_device<Eigen::GpuDevice>(), call->rois,
-               rois.NumElements(), device);
+  const CoreDevice core_device(context, /*on_gpu=*/true);
+  TF_RETURN_IF_ERROR(
+      CoreStatus(TfcoCopyToGpu(core_device.get(), call->rois, device,
+                               rois.NumElements() * sizeof(float))));
   call->rois = device;
   return absl::OkStatus();
-#else
-  return errors::Internal("a GPU RoI kernel in a build without CUDA");
-#endif
 }
 
 // Fills call->args from the validated shape and attrs.
@@ -216,79 +206,6 @@ absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
   SetArgs(shape, attrs, call);
   call->empty = features_shape.num_elements() == 0;
   return PlaceRois(context, rois, options, call);
-}
-
-namespace {
-
-// NCHW [batch, C, H * W] `in` as [batch, H * W, C] in `out`, in parallel
-// over tiles of each image.
-template <typename T>
-void ChannelsLastCopy(const Eigen::ThreadPoolDevice& d, const T* in,
-                      int64_t batch, int64_t channels, int64_t pixels, T* out) {
-  constexpr int64_t kTile = 32;
-  const int64_t channel_tiles = (channels + kTile - 1) / kTile;
-  const int64_t pixel_tiles = (pixels + kTile - 1) / kTile;
-  d.parallelFor(batch * channel_tiles * pixel_tiles,
-                Eigen::TensorOpCost(kTile * kTile * sizeof(T),
-                                    kTile * kTile * sizeof(T), kTile * kTile),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t tile = begin; tile < end; ++tile) {
-                    const int64_t n = tile / (channel_tiles * pixel_tiles);
-                    const int64_t c0 =
-                        tile / pixel_tiles % channel_tiles * kTile;
-                    const int64_t p0 = tile % pixel_tiles * kTile;
-                    const int64_t offset = n * channels * pixels;
-                    TransposeBlock(in + offset + c0 * pixels + p0,
-                                   std::min(kTile, channels - c0),
-                                   std::min(kTile, pixels - p0), pixels,
-                                   out + offset + p0 * channels + c0, channels);
-                  }
-                });
-}
-
-}  // namespace
-
-absl::Status ToChannelsLast(OpKernelContext* context, const Tensor& nchw,
-                            Tensor* nhwc) {
-  const TensorShape& s = nchw.shape();
-  TF_RETURN_IF_ERROR(context->allocate_temp(
-      nchw.dtype(),
-      TensorShape({s.dim_size(0), s.dim_size(2), s.dim_size(3), s.dim_size(1)}),
-      nhwc));
-  const Eigen::ThreadPoolDevice& d =
-      context->eigen_device<Eigen::ThreadPoolDevice>();
-  switch (nchw.dtype()) {
-#define CASE(T)                                                       \
-  case DataTypeToEnum<T>::value:                                      \
-    ChannelsLastCopy<T>(d, nchw.flat<T>().data(), s.dim_size(0),      \
-                        s.dim_size(1), s.dim_size(2) * s.dim_size(3), \
-                        nhwc->flat<T>().data());                      \
-    return absl::OkStatus();
-    TF_CALL_half(CASE);
-    TF_CALL_bfloat16(CASE);
-    TF_CALL_float(CASE);
-    TF_CALL_double(CASE);
-#undef CASE
-    default:
-      return errors::Internal("no transpose for ",
-                              DataTypeString(nchw.dtype()));
-  }
-}
-
-RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
-                             int64_t batch) {
-  RoisByImage groups;
-  groups.begin.assign(batch + 1, 0);
-  for (int64_t k = 0; k < num_rois; ++k) {
-    ++groups.begin[static_cast<int64_t>(rois[k * 5]) + 1];
-  }
-  for (int64_t n = 0; n < batch; ++n) groups.begin[n + 1] += groups.begin[n];
-  groups.order.resize(num_rois);
-  std::vector<int64_t> next(groups.begin.begin(), groups.begin.end() - 1);
-  for (int64_t k = 0; k < num_rois; ++k) {
-    groups.order[next[static_cast<int64_t>(rois[k * 5])]++] = k;
-  }
-  return groups;
 }
 
 }  // namespace roi

@@ -1,15 +1,14 @@
-// Device helpers shared by the RoI GPU kernels (*_gpu.cu.cc only).
+// Device helpers shared by the RoI GPU kernels (*_gpu.cu.cc of the kernel
+// core only).
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_GPU_CU_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_GPU_CU_H_
 
 #if GOOGLE_CUDA
 
-#define EIGEN_USE_GPU
-
 #include <type_traits>
 
-#include "tensorflow/core/util/gpu_kernel_helper.h"
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 
 namespace tensorflow {
@@ -88,9 +87,9 @@ inline int64_t PooledSize(const RoiArgs& args) {
 
 // Zeroes a feature gradient before a backward pass adds into it.
 template <typename T>
-void ZeroFeatures(const Eigen::GpuDevice& d, const RoiArgs& args, T* data) {
+void ZeroFeatures(const GPUDevice& d, const RoiArgs& args, T* data) {
   const RoiShape& s = args.shape;
-  d.memset(data, 0, s.batch * s.height * s.width * s.channels * sizeof(T));
+  ZeroGpuMemory(d, data, s.batch * s.height * s.width * s.channels * sizeof(T));
 }
 
 // Calls launch(I(), std::integral_constant<int, V>()) for an align kernel

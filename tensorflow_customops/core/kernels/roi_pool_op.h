@@ -1,7 +1,33 @@
+// CustomOps>RoiPool and CustomOps>PsRoiPool, and their gradients, in the
+// kernel core: the entry points, for the OpKernels (roi_pool_op.cc), and,
+// for the core's own sources, the functors and their bin geometry.
+
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_
 
+#include "tensorflow_customops/core/kernels/core_api.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
+
+// pooled = RoiPool(features, rois), with argmax its second output, or
+// PsRoiPool (argmax null) as args->attrs.kind says, for a floating-point
+// `dtype`. `args` is validated, the pooled tensor is not empty, and `rois`
+// ([K, 5], validated) is in the device's memory.
+extern "C" TFCO_CORE_API TfcoError TfcoRoiPool(
+    const TfcoDevice* device, TfcoDtype dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* features,
+    const float* rois, void* pooled, int32_t* argmax);
+
+// The feature gradient of the same kernel, fully written (not empty).
+// RoiPoolGrad reads `argmax` (the pooled shape; on CPU every entry is -1 or a
+// pixel of the map, on GPU other entries are skipped); PsRoiPoolGrad takes
+// null.
+extern "C" TFCO_CORE_API TfcoError TfcoRoiPoolGrad(
+    const TfcoDevice* device, TfcoDtype dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
+    const float* rois, const int32_t* argmax, void* grad_features);
+
+#ifdef TFCO_KERNEL_CORE
+#include "tensorflow_customops/core/kernels/core_device.h"
 
 namespace tensorflow {
 namespace customops {
@@ -57,5 +83,6 @@ struct PsRoiPoolGrad {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
+#endif  // TFCO_KERNEL_CORE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_

@@ -8,20 +8,14 @@
 
 #if GOOGLE_CUDA
 
-#define EIGEN_USE_GPU
-
 #include <cfloat>
 
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
 
 namespace tensorflow {
 namespace customops {
-
-typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -208,7 +202,7 @@ struct PsRoiPoolGrad<GPUDevice, T> {
   template struct RoiPoolGrad<GPUDevice, T>; \
   template struct PsRoiPool<GPUDevice, T>;   \
   template struct PsRoiPoolGrad<GPUDevice, T>;
-TF_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC);
+TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
 
 }  // namespace functor

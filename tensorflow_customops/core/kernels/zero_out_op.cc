@@ -1,46 +1,18 @@
-// CPU kernel of CustomOps>ZeroOut, and GPU kernel registration.
-
-#define EIGEN_USE_THREADS
-#if GOOGLE_CUDA
-#define EIGEN_USE_GPU
-#endif
+// The OpKernels of CustomOps>ZeroOut, which run the kernel core's
+// TfcoZeroOut (zero_out_op_cpu.cc, zero_out_op_gpu.cu.cc).
 
 #include "tensorflow_customops/core/kernels/zero_out_op.h"
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow_customops/core/kernels/core_call.h"
 
 namespace tensorflow {
 namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
-
-namespace functor {
-
-template <typename T>
-struct ZeroOut<CPUDevice, T> {
-  void operator()(const CPUDevice& d, typename TTypes<T>::ConstFlat input,
-                  typename TTypes<T>::Flat output, int64_t keep) {
-    // Each element is read and written by exactly one shard, so the output
-    // may share the input's buffer and the result does not depend on the
-    // thread count.
-    const int64_t size = output.size();
-    d.parallelFor(
-        size,
-        Eigen::TensorOpCost(/*bytes_loaded=*/sizeof(T),
-                            /*bytes_stored=*/sizeof(T),
-                            /*compute_cycles=*/1),
-        [&input, &output, keep](Eigen::Index begin, Eigen::Index end) {
-          for (Eigen::Index i = begin; i < end; ++i) {
-            output(i) = i < keep ? input(i) : T(0);
-          }
-        });
-  }
-};
-
-}  // namespace functor
 
 template <typename Device, typename T>
 class ZeroOutOp : public OpKernel {
@@ -57,8 +29,10 @@ class ZeroOutOp : public OpKernel {
     OP_REQUIRES_OK(context, context->forward_input_or_allocate_output(
                                 {0}, 0, input.shape(), &output));
     if (input.NumElements() == 0) return;
-    functor::ZeroOut<Device, T>()(context->eigen_device<Device>(),
-                                  input.flat<T>(), output->flat<T>(), keep_);
+    const CoreDevice device(context, OnGpu<Device>());
+    OP_REQUIRES_OK(context, CoreStatus(TfcoZeroOut(
+                                device.get(), CoreDtype<T>(), input.data(),
+                                output->data(), input.NumElements(), keep_)));
   }
 
  private:
@@ -80,18 +54,6 @@ TF_CALL_uint8(REGISTER_CPU);
 #undef REGISTER_CPU
 
 #if GOOGLE_CUDA
-
-namespace functor {
-#define DECLARE_GPU_SPEC(T) extern template struct ZeroOut<GPUDevice, T>;
-TF_CALL_int64(DECLARE_GPU_SPEC);
-TF_CALL_float(DECLARE_GPU_SPEC);
-TF_CALL_double(DECLARE_GPU_SPEC);
-TF_CALL_half(DECLARE_GPU_SPEC);
-TF_CALL_bfloat16(DECLARE_GPU_SPEC);
-TF_CALL_int8(DECLARE_GPU_SPEC);
-TF_CALL_uint8(DECLARE_GPU_SPEC);
-#undef DECLARE_GPU_SPEC
-}  // namespace functor
 
 // int32 tensors live in host memory on GPU devices by TensorFlow convention,
 // so the int32 GPU kernel runs the CPU functor on host memory.

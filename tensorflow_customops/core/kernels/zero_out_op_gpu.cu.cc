@@ -2,17 +2,11 @@
 
 #if GOOGLE_CUDA
 
-#define EIGEN_USE_GPU
-
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/gpu_kernel_helper.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/zero_out_op.h"
 
 namespace tensorflow {
 namespace customops {
-
-typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -39,15 +33,13 @@ struct ZeroOut<GPUDevice, T> {
   }
 };
 
-#define DEFINE_GPU_SPEC(T) template struct ZeroOut<GPUDevice, T>;
-TF_CALL_int64(DEFINE_GPU_SPEC);
-TF_CALL_float(DEFINE_GPU_SPEC);
-TF_CALL_double(DEFINE_GPU_SPEC);
-TF_CALL_half(DEFINE_GPU_SPEC);
-TF_CALL_bfloat16(DEFINE_GPU_SPEC);
-TF_CALL_int8(DEFINE_GPU_SPEC);
-TF_CALL_uint8(DEFINE_GPU_SPEC);
-#undef DEFINE_GPU_SPEC
+template struct ZeroOut<GPUDevice, int64_t>;
+template struct ZeroOut<GPUDevice, float>;
+template struct ZeroOut<GPUDevice, double>;
+template struct ZeroOut<GPUDevice, Eigen::half>;
+template struct ZeroOut<GPUDevice, Eigen::bfloat16>;
+template struct ZeroOut<GPUDevice, int8_t>;
+template struct ZeroOut<GPUDevice, uint8_t>;
 
 }  // namespace functor
 }  // namespace customops

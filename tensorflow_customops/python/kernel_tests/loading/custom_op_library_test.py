@@ -1,7 +1,9 @@
-"""Properties of the built op library that users depend on at install time:
-nothing points into the build tree, the CUDA runtime (under --config=cuda) is
-inside the library and private, and GPU code is present exactly when
-build_info() says so."""
+"""Properties of the built libraries that users depend on at install time:
+the op library (the glue, built for one TensorFlow) finds the kernel core
+beside it, the kernel core needs no TensorFlow library and exports its C
+interface only, nothing points into the build tree, the CUDA runtime (under
+--config=cuda) is inside the kernel core and private, and GPU code is present
+exactly when build_info() says so."""
 
 import os
 import subprocess
@@ -11,50 +13,76 @@ import tensorflow as tf
 import tensorflow_customops as tfco
 from tensorflow_customops.python.ops import load_library
 
+_CORE = load_library.library_path("_custom_ops_core.so")
 
-def _readelf(*args):
+
+def _readelf(path, *args):
     return subprocess.run(
-        ["readelf", "--wide", *args, load_library.library_path()],
+        ["readelf", "--wide", *args, path],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
 
 
+def _needed(path):
+    return [
+        line.split("[", 1)[1].rstrip("]")
+        for line in _readelf(path, "--dynamic").splitlines()
+        if "(NEEDED)" in line
+    ]
+
+
+def _exported(path):
+    """The symbols `path` defines for other objects to use."""
+    return [
+        line.split()[-1].split("@")[0]
+        for line in _readelf(path, "--dyn-syms").splitlines()
+        if (" GLOBAL " in line or " WEAK " in line)
+        and " DEFAULT " in line
+        and " UND " not in line
+    ]
+
+
 class CustomOpLibraryTest(tf.test.TestCase):
-    def test_needed_libraries(self):
-        needed = [
-            line.split("[", 1)[1].rstrip("]")
-            for line in _readelf("--dynamic").splitlines()
-            if "(NEEDED)" in line
-        ]
+    def test_op_library_needs_tensorflow_and_the_core(self):
+        needed = _needed(load_library.library_path())
         self.assertIn("libtensorflow_framework.so.2", needed)
-        for lib in needed:
-            # No dynamic CUDA runtime: the static one is linked in.
-            self.assertFalse(lib.startswith("libcudart"), needed)
-
-    def test_no_rpath_into_the_build_tree(self):
-        for line in _readelf("--dynamic").splitlines():
-            if "RPATH" in line or "RUNPATH" in line:
-                self.assertNotRegex(line, r"bazel|_solib|execroot", line)
-
-    def test_cuda_runtime_symbols_stay_private(self):
-        exported = [
-            line.split()[-1]
-            for line in _readelf("--dyn-syms").splitlines()
-            if " DEFAULT " in line and " UND " not in line
+        self.assertIn("_custom_ops_core.so", needed)
+        runpath = [
+            line.split("[", 1)[1].rstrip("]")
+            for line in _readelf(load_library.library_path(), "--dynamic").splitlines()
+            if "RUNPATH" in line or "RPATH" in line
         ]
+        self.assertEqual(runpath, ["$ORIGIN"])
+
+    def test_core_needs_no_tensorflow_and_no_cuda_runtime(self):
+        for lib in _needed(_CORE):
+            self.assertFalse(lib.startswith(("libtensorflow", "libcudart")), lib)
+        for line in _readelf(_CORE, "--dynamic").splitlines():
+            self.assertNotIn("RPATH", line)
+            self.assertNotIn("RUNPATH", line)
+
+    def test_core_exports_its_c_interface_only(self):
+        exported = _exported(_CORE)
+        self.assertIn("TfcoZeroOut", exported)
+        self.assertEqual([s for s in exported if not s.startswith("Tfco")], [])
+
+    def test_op_library_holds_no_kernel_or_cuda_code(self):
+        self.assertNotIn(".nv_fatbin", _readelf(load_library.library_path(), "-S"))
+        exported = _exported(load_library.library_path())
         self.assertFalse([s for s in exported if s.startswith(("cuda", "__cuda"))])
+        # The kernels are the core's: the op library calls them.
+        self.assertNotIn("TfcoZeroOut", exported)
 
     def test_gpu_code_present_exactly_when_built_with_cuda(self):
-        sections = _readelf("--section-headers")
+        sections = _readelf(_CORE, "--section-headers")
         self.assertEqual(".nv_fatbin" in sections, tfco.build_info()["cuda"])
 
-    def test_library_is_next_to_its_loader(self):
-        self.assertEqual(
-            os.path.dirname(load_library.library_path()),
-            os.path.dirname(os.path.abspath(load_library.__file__)),
-        )
+    def test_libraries_are_next_to_their_loader(self):
+        here = os.path.dirname(os.path.abspath(load_library.__file__))
+        self.assertEqual(os.path.dirname(load_library.library_path()), here)
+        self.assertTrue(os.path.exists(_CORE))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,69 @@
+// The device side of core_device.h. Compiled by nvcc under --config=cuda.
+
+#if GOOGLE_CUDA
+
+#include <mutex>
+#include <string>
+
+#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
+
+namespace tensorflow {
+namespace customops {
+
+namespace {
+
+// Multiprocessor counts by device ordinal, queried once each.
+constexpr int kMaxDevices = 64;
+int multiprocessors[kMaxDevices];
+std::once_flag queried[kMaxDevices];
+
+}  // namespace
+
+GPUDevice::GPUDevice(void* stream) : stream_(stream) {
+  int device = 0;
+  cudaError_t status =
+      cudaStreamGetDevice(static_cast<cudaStream_t>(stream), &device);
+  if (status == cudaSuccess && (device < 0 || device >= kMaxDevices)) {
+    status = cudaErrorInvalidDevice;
+  }
+  if (status != cudaSuccess) {
+    RecordError(std::string("CUDA stream's device: ") +
+                cudaGetErrorString(status));
+    return;
+  }
+  std::call_once(queried[device], [device] {
+    cudaDeviceGetAttribute(&multiprocessors[device],
+                           cudaDevAttrMultiProcessorCount, device);
+  });
+  if (multiprocessors[device] > 0) multiprocessors_ = multiprocessors[device];
+}
+
+void ZeroGpuMemory(const GPUDevice& d, void* data, size_t bytes) {
+  CheckCuda(cudaMemsetAsync(data, 0, bytes, StreamOf(d)), "cudaMemsetAsync");
+}
+
+namespace {
+
+void CopyAndWait(const GPUDevice& d, void* to, const void* from, size_t bytes,
+                 cudaMemcpyKind kind) {
+  CheckCuda(cudaMemcpyAsync(to, from, bytes, kind, StreamOf(d)),
+            "cudaMemcpyAsync");
+  CheckCuda(cudaStreamSynchronize(StreamOf(d)), "cudaStreamSynchronize");
+}
+
+}  // namespace
+
+void CopyToGpuAndWait(const GPUDevice& d, void* gpu, const void* host,
+                      size_t bytes) {
+  CopyAndWait(d, gpu, host, bytes, cudaMemcpyHostToDevice);
+}
+
+void CopyToHostAndWait(const GPUDevice& d, void* host, const void* gpu,
+                       size_t bytes) {
+  CopyAndWait(d, host, gpu, bytes, cudaMemcpyDeviceToHost);
+}
+
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA
