@@ -10,13 +10,13 @@
 #include <cstring>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tensorflow/core/framework/function.h"
 #include "tensorflow/core/framework/graph.pb.h"
 #include "tensorflow/core/framework/node_def.pb.h"
 #include "tensorflow/core/framework/node_def_util.h"
 #include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/platform/status.h"
 
 namespace tensorflow_customops {
 namespace {
@@ -26,8 +26,10 @@ using ::tensorflow::FunctionDef;
 using ::tensorflow::GraphDef;
 using ::tensorflow::InstantiationResult;
 using ::tensorflow::NodeDef;
+using ::tensorflow::OkStatus;
 using ::tensorflow::OpDef;
 using ::tensorflow::OpRegistry;
+using ::tensorflow::Status;
 
 char* CopyOut(const std::string& bytes, size_t* size) {
   char* out = static_cast<char*>(std::malloc(bytes.size() + 1));
@@ -37,7 +39,7 @@ char* CopyOut(const std::string& bytes, size_t* size) {
   return out;
 }
 
-absl::Status InstantiateGradient(NodeDef node, GraphDef* graph) {
+Status InstantiateGradient(NodeDef node, GraphDef* graph) {
   const OpDef* op_def = nullptr;
   TF_RETURN_IF_ERROR(OpRegistry::Global()->LookUpOpDef(node.op(), &op_def));
   tensorflow::AddDefaultsToNodeDef(*op_def, &node);
@@ -45,7 +47,7 @@ absl::Status InstantiateGradient(NodeDef node, GraphDef* graph) {
   TF_RETURN_IF_ERROR(
       tensorflow::gradient::GetOpGradientCreator(node.op(), &creator));
   if (creator == nullptr) {
-    return absl::NotFoundError(absl::StrCat(node.op(), " has no C++ gradient"));
+    return tensorflow::errors::NotFound(node.op(), " has no C++ gradient");
   }
   const AttrSlice attrs(node);
   FunctionDef gradient;
@@ -60,7 +62,7 @@ absl::Status InstantiateGradient(NodeDef node, GraphDef* graph) {
       },
       &result));
   for (NodeDef& n : result.nodes) *graph->add_node() = std::move(n);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace
@@ -84,10 +86,10 @@ int TfcoCppGradientGraph(const char* node_def, size_t node_def_size,
                          char** graph_def, size_t* graph_def_size,
                          char** error) {
   tensorflow::NodeDef node;
-  absl::Status status;
+  tensorflow::Status status;
   tensorflow::GraphDef graph;
   if (!node.ParseFromArray(node_def, static_cast<int>(node_def_size))) {
-    status = absl::InvalidArgumentError("node_def is not a NodeDef");
+    status = tensorflow::errors::InvalidArgument("node_def is not a NodeDef");
   } else {
     status = tensorflow_customops::InstantiateGradient(node, &graph);
   }

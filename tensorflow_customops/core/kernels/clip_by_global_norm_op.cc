@@ -21,9 +21,8 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-absl::Status CheckScalar(const Tensor& tensor, const char* op,
-                         const char* name) {
-  if (TensorShapeUtils::IsScalar(tensor.shape())) return absl::OkStatus();
+Status CheckScalar(const Tensor& tensor, const char* op, const char* name) {
+  if (TensorShapeUtils::IsScalar(tensor.shape())) return OkStatus();
   return errors::InvalidArgument(op, ": ", name,
                                  " must be a scalar, got shape ",
                                  tensor.shape().DebugString());
@@ -31,14 +30,14 @@ absl::Status CheckScalar(const Tensor& tensor, const char* op,
 
 // The core's device scratch memory (null when it needs none), held by
 // `storage` for the duration of the kernel.
-absl::Status AllocateScratch(OpKernelContext* context, int64_t bytes,
-                             Tensor* storage, void** scratch) {
+Status AllocateScratch(OpKernelContext* context, int64_t bytes, Tensor* storage,
+                       void** scratch) {
   *scratch = nullptr;
-  if (bytes == 0) return absl::OkStatus();
+  if (bytes == 0) return OkStatus();
   TF_RETURN_IF_ERROR(
       context->allocate_temp(DT_INT8, TensorShape({bytes}), storage));
   *scratch = storage->flat<int8>().data();
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

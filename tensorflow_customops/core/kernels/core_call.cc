@@ -48,8 +48,8 @@ TfcoDtype CoreDtype(DataType dtype) {
   }
 }
 
-absl::Status CoreStatus(TfcoError error) {
-  if (error == nullptr) return absl::OkStatus();
+Status CoreStatus(TfcoError error) {
+  if (error == nullptr) return OkStatus();
   return errors::Internal(error);
 }
 

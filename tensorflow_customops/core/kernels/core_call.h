@@ -50,7 +50,7 @@ TfcoDtype CoreDtype() {
 }
 
 // OK for null, else an Internal error with the core's message.
-absl::Status CoreStatus(TfcoError error);
+Status CoreStatus(TfcoError error);
 
 }  // namespace customops
 }  // namespace tensorflow

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/lib/core/errors.h"
+#include "tensorflow/core/platform/status.h"
 #include "tensorflow/core/util/overflow.h"
 
 namespace tensorflow {
@@ -16,10 +16,9 @@ namespace customops {
 
 // The [m, n] shape of op(a) * op(b), or an InvalidArgument naming the
 // argument at fault.
-inline absl::Status MatrixMulProductShape(const TensorShape& a,
-                                          const TensorShape& b,
-                                          bool transpose_a, bool transpose_b,
-                                          TensorShape* product) {
+inline Status MatrixMulProductShape(const TensorShape& a, const TensorShape& b,
+                                    bool transpose_a, bool transpose_b,
+                                    TensorShape* product) {
   if (a.dims() != 2) {
     return errors::InvalidArgument("MatrixMul: a must be a matrix, got ",
                                    "shape ", a.DebugString());

@@ -16,8 +16,7 @@ namespace {
 // Checks rois: float [K, 5], every coordinate finite and, once scaled by
 // spatial_scale, within kMaxScaledCoordinate; every batch index an integer in
 // [0, batch). Fills shape->num_rois.
-absl::Status ValidateRois(const Tensor& rois, float spatial_scale,
-                          RoiShape* shape) {
+Status ValidateRois(const Tensor& rois, float spatial_scale, RoiShape* shape) {
   TF_RETURN_IF_ERROR(CheckRoisShape(rois.shape(), shape));
   const float* data = rois.flat<float>().data();
   for (int64_t k = 0; k < shape->num_rois; ++k) {
@@ -48,15 +47,15 @@ absl::Status ValidateRois(const Tensor& rois, float spatial_scale,
           shape->batch, "), got ", index);
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // For the align ops: checks that no box needs an adaptive sampling grid above
 // kMaxSamplesPerBin points per bin. A is the kernel's accumulation type.
 template <typename A>
-absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
+Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
   // Pooling ops have no grid; explicit ratios are bounded by the attr check.
-  if (!attrs.bilinear() || attrs.sampling_ratio > 0) return absl::OkStatus();
+  if (!attrs.bilinear() || attrs.sampling_ratio > 0) return OkStatus();
   const float* data = rois.flat<float>().data();
   for (int64_t k = 0; k < rois.dim_size(0); ++k) {
     const AlignBox<A> box = MakeAlignBox<A>(attrs, data + k * 5);
@@ -72,12 +71,11 @@ absl::Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
           "coordinates and spatial_scale, or set sampling_ratio)");
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Reads a gradient op's features_shape input (int32 [4], host memory).
-absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
-                                     TensorShape* out) {
+Status FeaturesShapeFromTensor(const Tensor& features_shape, TensorShape* out) {
   std::vector<int64_t> values;
   if (features_shape.NumElements() == 4 && features_shape.dims() == 1) {
     const auto v = features_shape.vec<int32_t>();
@@ -89,15 +87,15 @@ absl::Status FeaturesShapeFromTensor(const Tensor& features_shape,
 // argmax must have the pooled shape, and every entry must be -1 or a pixel of
 // the map: the gradient op writes where it points. On GPU the values live in
 // device memory and the kernel skips out-of-range entries instead.
-absl::Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
-                            const TensorShape& expected, int64_t area,
-                            bool check_values) {
+Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
+                      const TensorShape& expected, int64_t area,
+                      bool check_values) {
   if (argmax.shape() != expected) {
     return errors::InvalidArgument("argmax must have shape ",
                                    expected.DebugString(), ", got ",
                                    argmax.shape().DebugString());
   }
-  if (!check_values) return absl::OkStatus();
+  if (!check_values) return OkStatus();
   const int32_t* values = argmax.flat<int32_t>().data();
   const int64_t size = argmax.NumElements();
   // Valid values v are -1 .. area - 1, so v + 1 (unsigned) is at most area.
@@ -115,7 +113,7 @@ absl::Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
         }
         if (shard_bad) bad = true;
       });
-  if (!bad) return absl::OkStatus();
+  if (!bad) return OkStatus();
   for (int64_t i = 0; i < size; ++i) {
     if (static_cast<uint32_t>(values[i]) + 1u > limit) {
       return errors::InvalidArgument("argmax[", i, "] = ", values[i],
@@ -126,18 +124,18 @@ absl::Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
   return errors::Internal("argmax check found no bad value");
 }
 
-absl::Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
-                          bool double_precision) {
+Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
+                    bool double_precision) {
   return double_precision ? ValidateSamplingGrid<double>(rois, attrs)
                           : ValidateSamplingGrid<float>(rois, attrs);
 }
 
 // Points call->rois at the validated rois where the kernel runs: on GPU a
 // device copy, made once per call.
-absl::Status PlaceRois(OpKernelContext* context, const Tensor& rois,
-                       const RoiKernelOptions& options, RoiCall* call) {
+Status PlaceRois(OpKernelContext* context, const Tensor& rois,
+                 const RoiKernelOptions& options, RoiCall* call) {
   call->rois = rois.flat<float>().data();
-  if (!options.on_gpu || call->empty) return absl::OkStatus();
+  if (!options.on_gpu || call->empty) return OkStatus();
   TF_RETURN_IF_ERROR(
       context->allocate_temp(DT_FLOAT, rois.shape(), &call->device_rois));
   float* device = call->device_rois.flat<float>().data();
@@ -146,7 +144,7 @@ absl::Status PlaceRois(OpKernelContext* context, const Tensor& rois,
       CoreStatus(TfcoCopyToGpu(core_device.get(), call->rois, device,
                                rois.NumElements() * sizeof(float))));
   call->rois = device;
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Fills call->args from the validated shape and attrs.
@@ -161,8 +159,8 @@ void SetArgs(const RoiShape& shape, const RoiAttrs& attrs, RoiCall* call) {
 
 }  // namespace
 
-absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
-                            const RoiKernelOptions& options, RoiCall* call) {
+Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
+                      const RoiKernelOptions& options, RoiCall* call) {
   const Tensor& rois = context->input(1);
   RoiShape shape;
   TF_RETURN_IF_ERROR(
@@ -180,8 +178,8 @@ absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
   return PlaceRois(context, rois, options, call);
 }
 
-absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
-                             const RoiKernelOptions& options, RoiCall* call) {
+Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
+                       const RoiKernelOptions& options, RoiCall* call) {
   const Tensor& grads = context->input(0);
   const Tensor& rois = context->input(1);
   TensorShape features_shape;

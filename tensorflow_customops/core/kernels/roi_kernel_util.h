@@ -47,14 +47,14 @@ struct RoiCall {
 // the bilinear kinds the adaptive sampling grid (in the precision the kernel
 // computes it in); allocates every output with the pooled shape and, on GPU,
 // copies the rois to the device.
-absl::Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
-                            const RoiKernelOptions& options, RoiCall* call);
+Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
+                      const RoiKernelOptions& options, RoiCall* call);
 
 // The same for a gradient kernel: grads (input 0, with the pooled shape),
 // rois (input 1), RoiPoolGrad's argmax (input 2) and features_shape (the last
 // input); allocates the feature gradient (output 0).
-absl::Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
-                             const RoiKernelOptions& options, RoiCall* call);
+Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
+                       const RoiKernelOptions& options, RoiCall* call);
 
 // The op kernels of every RoI op and gradient: `kind`'s attrs, validation,
 // then a family's launcher, Launch, which calls the core's entry points:

@@ -13,8 +13,8 @@ namespace tensorflow {
 namespace customops {
 namespace roi {
 
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
-                          RoiAttrs* attrs) {
+Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
+                    RoiAttrs* attrs) {
   attrs->kind = kind;
   TF_RETURN_IF_ERROR(context->GetAttr("pooled_height", &attrs->pooled_height));
   TF_RETURN_IF_ERROR(context->GetAttr("pooled_width", &attrs->pooled_width));
@@ -37,12 +37,11 @@ absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
   std::string data_format;
   TF_RETURN_IF_ERROR(context->GetAttr("data_format", &data_format));
   attrs->nchw = data_format == "NCHW";
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status GetFeatureSizes(const TensorShape& features_shape,
-                             const RoiAttrs& attrs, const char* arg_name,
-                             RoiShape* shape) {
+Status GetFeatureSizes(const TensorShape& features_shape, const RoiAttrs& attrs,
+                       const char* arg_name, RoiShape* shape) {
   if (features_shape.dims() != 4) {
     return errors::InvalidArgument(
         arg_name, " must be 4-D (", attrs.nchw ? "NCHW" : "NHWC",
@@ -71,10 +70,10 @@ absl::Status GetFeatureSizes(const TensorShape& features_shape,
     }
     shape->out_channels = shape->channels / bins;
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status CheckRoisShape(const TensorShape& rois_shape, RoiShape* shape) {
+Status CheckRoisShape(const TensorShape& rois_shape, RoiShape* shape) {
   if (rois_shape.dims() != 2 || rois_shape.dim_size(1) != 5) {
     return errors::InvalidArgument(
         "rois must have shape [K, 5] with rows (batch_index, x1, y1, x2, y2), "
@@ -82,11 +81,11 @@ absl::Status CheckRoisShape(const TensorShape& rois_shape, RoiShape* shape) {
         rois_shape.DebugString());
   }
   shape->num_rois = rois_shape.dim_size(0);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
-                           TensorShape* out) {
+Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
+                     TensorShape* out) {
   int64_t elements = 1;
   for (int64_t dim : dims) elements = MultiplyWithoutOverflow(elements, dim);
   if (elements < 0) {
@@ -96,8 +95,8 @@ absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
   return TensorShape::BuildTensorShape(dims, out);
 }
 
-absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
-                         TensorShape* out) {
+Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
+                   TensorShape* out) {
   const int64_t dims_nhwc[] = {shape.num_rois, attrs.pooled_height,
                                attrs.pooled_width, shape.out_channels};
   const int64_t dims_nchw[] = {shape.num_rois, shape.out_channels,
@@ -107,9 +106,9 @@ absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
       "pooled output", out);
 }
 
-absl::Status FeaturesShapeFromValues(const TensorShape& input_shape,
-                                     absl::Span<const int64_t> values,
-                                     TensorShape* out) {
+Status FeaturesShapeFromValues(const TensorShape& input_shape,
+                               absl::Span<const int64_t> values,
+                               TensorShape* out) {
   if (input_shape.dims() != 1 || input_shape.num_elements() != 4) {
     return errors::InvalidArgument(
         "features_shape must be a vector of 4 elements, got shape ",
@@ -124,9 +123,9 @@ absl::Status FeaturesShapeFromValues(const TensorShape& input_shape,
   return ShapeFromDims(values, "features_shape", out);
 }
 
-absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
-                                  const RoiShape& shape, const RoiAttrs& attrs,
-                                  const char* arg_name) {
+Status CheckPooledGradShape(const TensorShape& grad_shape,
+                            const RoiShape& shape, const RoiAttrs& attrs,
+                            const char* arg_name) {
   TensorShape expected;
   TF_RETURN_IF_ERROR(PooledShape(shape, attrs, &expected));
   if (grad_shape != expected) {
@@ -134,7 +133,7 @@ absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
                                    expected.DebugString(), ", got ",
                                    grad_shape.DebugString());
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace roi

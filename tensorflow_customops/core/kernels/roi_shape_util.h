@@ -8,10 +8,10 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow/core/platform/status.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 
 namespace tensorflow {
@@ -21,38 +21,37 @@ namespace roi {
 // Reads and checks the attrs of a `kind` op (spatial_scale finite and > 0,
 // sampling_ratio <= kMaxSamplingRatio). pooled_height, pooled_width (>= 1)
 // and data_format (NHWC or NCHW) are already checked against the OpDef.
-absl::Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
-                          RoiAttrs* attrs);
+Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
+                    RoiAttrs* attrs);
 
 // Checks that `features_shape` is a rank-4 shape in the attrs' data format and
 // fills the feature sizes of `shape`; for position-sensitive ops also checks
 // that the channels divide into pooled_height * pooled_width groups.
-absl::Status GetFeatureSizes(const TensorShape& features_shape,
-                             const RoiAttrs& attrs, const char* arg_name,
-                             RoiShape* shape);
+Status GetFeatureSizes(const TensorShape& features_shape, const RoiAttrs& attrs,
+                       const char* arg_name, RoiShape* shape);
 
 // Checks that rois is [K, 5] and fills shape->num_rois.
-absl::Status CheckRoisShape(const TensorShape& rois_shape, RoiShape* shape);
+Status CheckRoisShape(const TensorShape& rois_shape, RoiShape* shape);
 
 // The shape with sizes `dims`, or an InvalidArgument naming `what` if its
 // number of elements overflows int64 (each dim fits, their product need not).
-absl::Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
-                           TensorShape* out);
+Status ShapeFromDims(absl::Span<const int64_t> dims, const char* what,
+                     TensorShape* out);
 
 // The pooled output shape: [K, PH, PW, C] or [K, C, PH, PW].
-absl::Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
-                         TensorShape* out);
+Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
+                   TensorShape* out);
 
 // The feature shape a gradient op's features_shape input (of shape
 // `input_shape`, holding `values`) describes.
-absl::Status FeaturesShapeFromValues(const TensorShape& input_shape,
-                                     absl::Span<const int64_t> values,
-                                     TensorShape* out);
+Status FeaturesShapeFromValues(const TensorShape& input_shape,
+                               absl::Span<const int64_t> values,
+                               TensorShape* out);
 
 // Checks that a gradient op's incoming gradient has the pooled shape.
-absl::Status CheckPooledGradShape(const TensorShape& grad_shape,
-                                  const RoiShape& shape, const RoiAttrs& attrs,
-                                  const char* arg_name);
+Status CheckPooledGradShape(const TensorShape& grad_shape,
+                            const RoiShape& shape, const RoiAttrs& attrs,
+                            const char* arg_name);
 
 }  // namespace roi
 }  // namespace customops

@@ -10,7 +10,7 @@ typedef FunctionDefHelper FDH;
 
 // The op is the identity on valid inputs, so the upstream gradients pass
 // through unchanged (and unchecked: the check guards the forward values).
-absl::Status CheckNumericsNGrad(const AttrSlice& attrs, FunctionDef* g) {
+Status CheckNumericsNGrad(const AttrSlice& attrs, FunctionDef* g) {
   // Create, not Define: the return value is a whole list output.
   *g = FDH::Create("CheckNumericsNGradFn",
                    // Arg defs
@@ -23,7 +23,7 @@ absl::Status CheckNumericsNGrad(const AttrSlice& attrs, FunctionDef* g) {
                    {{{"pass"}, "IdentityN", {"dchecked"}, {{"T", "$T"}}}},
                    // Return values
                    {{"dtensors", "pass:output"}});
-  return absl::OkStatus();
+  return OkStatus();
 }
 REGISTER_OP_GRADIENT("CustomOps>CheckNumericsN", CheckNumericsNGrad);
 

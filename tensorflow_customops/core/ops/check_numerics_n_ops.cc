@@ -15,7 +15,7 @@ REGISTER_OP("CustomOps>CheckNumericsN")
       for (int i = 0; i < c->num_inputs(); ++i) {
         c->set_output(i, c->input(i));
       }
-      return absl::OkStatus();
+      return OkStatus();
     })
     .Doc(R"doc(
 Passes tensors through unchanged, or fails if any of them holds NaN or Inf.

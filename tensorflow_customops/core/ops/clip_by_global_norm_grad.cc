@@ -8,7 +8,7 @@ namespace tensorflow {
 
 typedef FunctionDefHelper FDH;
 
-absl::Status ClipByGlobalNormGrad(const AttrSlice& attrs, FunctionDef* g) {
+Status ClipByGlobalNormGrad(const AttrSlice& attrs, FunctionDef* g) {
   // List outputs need Create: its return map names a whole list output
   // ("grad:dt"), where Define would name a single tensor.
   *g = FDH::Create(
@@ -26,7 +26,7 @@ absl::Status ClipByGlobalNormGrad(const AttrSlice& attrs, FunctionDef* g) {
         {{"N", "$N"}, {"T", "$T"}}}},
       // Return values
       {{"dt", "grad:dt"}, {"dclip_norm", "grad:dclip_norm:0"}});
-  return absl::OkStatus();
+  return OkStatus();
 }
 REGISTER_OP_GRADIENT("CustomOps>ClipByGlobalNorm", ClipByGlobalNormGrad);
 

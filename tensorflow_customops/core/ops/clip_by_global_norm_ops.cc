@@ -13,18 +13,18 @@ using shape_inference::ShapeHandle;
 
 namespace {
 
-absl::Status ClipByGlobalNormShape(InferenceContext* c) {
+Status ClipByGlobalNormShape(InferenceContext* c) {
   int n;
   TF_RETURN_IF_ERROR(c->GetAttr("N", &n));
   ShapeHandle unused;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(n), 0, &unused));
   for (int i = 0; i < n; ++i) c->set_output(i, c->input(i));
   c->set_output(n, c->Scalar());
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Inputs: t[0..n), clip_norm, dclipped[0..n), dglobal_norm.
-absl::Status ClipByGlobalNormGradShape(InferenceContext* c) {
+Status ClipByGlobalNormGradShape(InferenceContext* c) {
   int n;
   TF_RETURN_IF_ERROR(c->GetAttr("N", &n));
   ShapeHandle unused;
@@ -38,7 +38,7 @@ absl::Status ClipByGlobalNormGradShape(InferenceContext* c) {
     c->set_output(i, merged);
   }
   c->set_output(n, c->Scalar());
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

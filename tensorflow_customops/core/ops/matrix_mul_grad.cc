@@ -27,7 +27,7 @@ FDH::Node Product(const std::string& out, const std::string& x, bool tx,
 //   C = A B^T:   dA = dC B         dB = dC^T A
 //   C = A^T B:   dA = B dC^T       dB = A dC
 //   C = A^T B^T: dA = B^T dC^T     dB = dC^T A^T
-absl::Status MatrixMulGrad(const AttrSlice& attrs, FunctionDef* g) {
+Status MatrixMulGrad(const AttrSlice& attrs, FunctionDef* g) {
   bool ta;
   bool tb;
   TF_RETURN_IF_ERROR(GetNodeAttr(attrs, "transpose_a", &ta));
@@ -56,7 +56,7 @@ absl::Status MatrixMulGrad(const AttrSlice& attrs, FunctionDef* g) {
       {"T: {half, bfloat16, float, double}"},
       // Nodes
       {da, db});
-  return absl::OkStatus();
+  return OkStatus();
 }
 REGISTER_OP_GRADIENT("CustomOps>MatrixMul", MatrixMulGrad);
 

@@ -13,7 +13,7 @@ using shape_inference::ShapeHandle;
 
 namespace {
 
-absl::Status MatrixMulShape(InferenceContext* c) {
+Status MatrixMulShape(InferenceContext* c) {
   ShapeHandle a;
   ShapeHandle b;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 2, &a));
@@ -39,7 +39,7 @@ absl::Status MatrixMulShape(InferenceContext* c) {
   TF_RETURN_IF_ERROR(
       shape_util::CheckNumElements(c, product, "MatrixMul: the product"));
   c->set_output(0, product);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

@@ -69,13 +69,13 @@ FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
       });
 }
 
-absl::Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
+Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
   *g = BilinearOrAverageGrad("CustomOps>RoiAlignGrad",
                              /*has_sampling_ratio=*/true, /*has_aligned=*/true);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
+Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
   // PsRoiAlign gained `aligned` in its second version; SymbolicGradient nodes
   // written before name no such attr and mean the default, true.
   bool aligned = true;
@@ -85,19 +85,19 @@ absl::Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
   *g = BilinearOrAverageGrad("CustomOps>PsRoiAlignGrad",
                              /*has_sampling_ratio=*/true,
                              /*has_aligned=*/false, {{"aligned", aligned}});
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status PsRoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
+Status PsRoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
   *g = BilinearOrAverageGrad("CustomOps>PsRoiPoolGrad",
                              /*has_sampling_ratio=*/false,
                              /*has_aligned=*/false);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // RoiPool has two outputs; argmax is an index and gets no gradient. The
 // function recomputes argmax, as SymbolicGradient only sees the inputs.
-absl::Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
+Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
   const auto refs = AttrRefs(false, false);
   *g = FDH::Define(
       // Arg defs
@@ -122,7 +122,7 @@ absl::Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
            refs},
           {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
       });
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

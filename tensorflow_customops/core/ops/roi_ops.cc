@@ -19,19 +19,19 @@ namespace {
 
 enum class Family { kPlain, kPositionSensitive };
 
-absl::Status GetLayout(InferenceContext* c, bool* nchw) {
+Status GetLayout(InferenceContext* c, bool* nchw) {
   std::string data_format;
   TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
   *nchw = data_format == "NCHW";
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Channels of the pooled output from the feature map's channels.
-absl::Status PooledChannels(InferenceContext* c, Family family,
-                            DimensionHandle channels, DimensionHandle* out) {
+Status PooledChannels(InferenceContext* c, Family family,
+                      DimensionHandle channels, DimensionHandle* out) {
   if (family == Family::kPlain) {
     *out = channels;
-    return absl::OkStatus();
+    return OkStatus();
   }
   int pooled_height, pooled_width;
   TF_RETURN_IF_ERROR(c->GetAttr("pooled_height", &pooled_height));
@@ -40,8 +40,8 @@ absl::Status PooledChannels(InferenceContext* c, Family family,
                    /*evenly_divisible=*/true, out);
 }
 
-absl::Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
-                             DimensionHandle channels, ShapeHandle* out) {
+Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
+                       DimensionHandle channels, ShapeHandle* out) {
   bool nchw;
   TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
   int pooled_height, pooled_width;
@@ -54,17 +54,17 @@ absl::Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
   return shape_util::CheckNumElements(c, *out, "pooled output");
 }
 
-absl::Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
+Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
   ShapeHandle rois;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(input), 2, &rois));
   DimensionHandle unused;
   TF_RETURN_IF_ERROR(c->WithValue(c->Dim(rois, 1), 5, &unused));
   *k = c->Dim(rois, 0);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled.
-absl::Status ForwardShape(InferenceContext* c, Family family) {
+Status ForwardShape(InferenceContext* c, Family family) {
   ShapeHandle features;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &features));
   DimensionHandle num_rois;
@@ -77,13 +77,12 @@ absl::Status ForwardShape(InferenceContext* c, Family family) {
   ShapeHandle pooled;
   TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
   for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, pooled);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Gradient: grads (pooled shape), rois, [argmax,] features_shape -> the
 // features' shape, read from the features_shape tensor when it is constant.
-absl::Status GradShape(InferenceContext* c, Family family,
-                       int features_shape_input) {
+Status GradShape(InferenceContext* c, Family family, int features_shape_input) {
   ShapeHandle features;
   TF_RETURN_IF_ERROR(
       c->MakeShapeFromShapeTensor(features_shape_input, &features));
@@ -101,7 +100,7 @@ absl::Status GradShape(InferenceContext* c, Family family,
   TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
   TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
   c->set_output(0, features);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

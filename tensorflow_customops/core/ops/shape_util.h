@@ -16,10 +16,10 @@ namespace shape_util {
 // Each dim may be valid while no tensor could have the shape (TensorFlow
 // itself rejects such a placeholder), so inferring it would only move the
 // failure to run time.
-inline absl::Status CheckNumElements(shape_inference::InferenceContext* c,
-                                     shape_inference::ShapeHandle shape,
-                                     const char* what) {
-  if (!c->RankKnown(shape)) return absl::OkStatus();
+inline Status CheckNumElements(shape_inference::InferenceContext* c,
+                               shape_inference::ShapeHandle shape,
+                               const char* what) {
+  if (!c->RankKnown(shape)) return OkStatus();
   int64_t elements = 1;
   for (int i = 0; i < c->Rank(shape); ++i) {
     const shape_inference::DimensionHandle dim = c->Dim(shape, i);
@@ -31,7 +31,7 @@ inline absl::Status CheckNumElements(shape_inference::InferenceContext* c,
     return errors::InvalidArgument(what, " ", c->DebugString(shape),
                                    ": its number of elements overflows int64");
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace shape_util

@@ -11,7 +11,7 @@ typedef FunctionDefHelper FDH;
 
 // zeroed = x[i] for i < keep and 0 elsewhere, so d(loss)/dx is dy for
 // i < keep and 0 elsewhere: ZeroOut applied to dy with the same keep.
-absl::Status ZeroOutGrad(const AttrSlice& attrs, FunctionDef* g) {
+Status ZeroOutGrad(const AttrSlice& attrs, FunctionDef* g) {
   // SymbolicGradient nodes written before keep existed name no keep attr;
   // they mean the default.
   int64_t keep = 1;
@@ -31,7 +31,7 @@ absl::Status ZeroOutGrad(const AttrSlice& attrs, FunctionDef* g) {
           {{"dx"}, "CustomOps>ZeroOut", {"dy"}, {{"T", "$T"}, {"keep", keep}}},
       });
   // clang-format on
-  return absl::OkStatus();
+  return OkStatus();
 }
 REGISTER_OP_GRADIENT("CustomOps>ZeroOut", ZeroOutGrad);
 

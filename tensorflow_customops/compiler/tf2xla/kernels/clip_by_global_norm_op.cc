@@ -9,18 +9,15 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "xla/hlo/builder/lib/arithmetic.h"
-#include "xla/hlo/builder/lib/constants.h"
-#include "xla/hlo/builder/xla_builder.h"
 
 namespace tensorflow {
 namespace customops {
 namespace {
 
-absl::Status CheckScalar(const TensorShape& shape, const char* op,
-                         const char* name) {
-  if (TensorShapeUtils::IsScalar(shape)) return absl::OkStatus();
+Status CheckScalar(const TensorShape& shape, const char* op, const char* name) {
+  if (TensorShapeUtils::IsScalar(shape)) return OkStatus();
   return errors::InvalidArgument(
       op, ": ", name, " must be a scalar, got shape ", shape.DebugString());
 }

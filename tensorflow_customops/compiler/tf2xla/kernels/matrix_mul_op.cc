@@ -5,9 +5,9 @@
 #include "tensorflow/compiler/tf2xla/type_util.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
-#include "xla/hlo/builder/xla_builder.h"
 
 namespace tensorflow {
 namespace customops {

@@ -24,14 +24,10 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 #include "tensorflow_customops/core/kernels/roi_shape_util.h"
-#include "xla/hlo/builder/lib/arithmetic.h"
-#include "xla/hlo/builder/lib/constants.h"
-#include "xla/hlo/builder/lib/loops.h"
-#include "xla/hlo/builder/xla_builder.h"
-#include "xla/shape_util.h"
 
 namespace tensorflow {
 namespace customops {
@@ -112,9 +108,9 @@ xla::XlaOp Divide(xla::XlaOp x, xla::XlaOp y) {
   return xla::Div(x, xla::OptimizationBarrier(y));
 }
 
-absl::Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
-                      const TensorShape& features_shape,
-                      const char* features_name, Call* call) {
+Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
+                const TensorShape& features_shape, const char* features_name,
+                Call* call) {
   call->attrs = attrs;
   call->b = context->builder();
   TF_RETURN_IF_ERROR(
@@ -122,7 +118,7 @@ absl::Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
   TF_RETURN_IF_ERROR(roi::CheckRoisShape(context->InputShape(1), &call->shape));
   TensorShape pooled;
   TF_RETURN_IF_ERROR(roi::PooledShape(call->shape, attrs, &pooled));
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 void SetTypes(xla::PrimitiveType type, Call* call) {
@@ -369,17 +365,18 @@ Samples SampleBins(const Call& c, const std::vector<xla::XlaOp>& box,
 // returns the new ones, building with `inner` (c on the loop body's builder).
 // The loop state is {t, steps_w, steps} followed by `values`.
 template <typename Body>
-absl::StatusOr<std::vector<xla::XlaOp>> SampleLoop(
-    const Call& c, xla::XlaOp steps_h, xla::XlaOp steps_w,
-    std::vector<xla::XlaOp> values, const char* name, Body body) {
+StatusOr<std::vector<xla::XlaOp>> SampleLoop(const Call& c, xla::XlaOp steps_h,
+                                             xla::XlaOp steps_w,
+                                             std::vector<xla::XlaOp> values,
+                                             const char* name, Body body) {
   values.insert(values.begin(), {c.I(0), steps_w, xla::Mul(steps_h, steps_w)});
   TF_ASSIGN_OR_RETURN(
       std::vector<xla::XlaOp> result,
       xla::WhileLoopHelper(
           [](absl::Span<const xla::XlaOp> v, xla::XlaBuilder*)
-              -> absl::StatusOr<xla::XlaOp> { return xla::Lt(v[0], v[2]); },
-          [&](absl::Span<const xla::XlaOp> v, xla::XlaBuilder* builder)
-              -> absl::StatusOr<std::vector<xla::XlaOp>> {
+              -> StatusOr<xla::XlaOp> { return xla::Lt(v[0], v[2]); },
+          [&](absl::Span<const xla::XlaOp> v,
+              xla::XlaBuilder* builder) -> StatusOr<std::vector<xla::XlaOp>> {
             const xla::XlaOp iy = xla::Div(v[0], v[1]);
             const xla::XlaOp ix = xla::Rem(v[0], v[1]);
             std::vector<xla::XlaOp> state(v.begin() + 3, v.end());
@@ -411,7 +408,7 @@ BinIndex MakeBinIndex(const Call& c, xla::XlaOp batch) {
 // `values`: body(cb, b, iy, ix, values) gets the loop's copies of the boxes as
 // b and returns the new `values`.
 template <typename Body>
-absl::StatusOr<std::vector<xla::XlaOp>> CarryBoxes(
+StatusOr<std::vector<xla::XlaOp>> CarryBoxes(
     const Call& c, xla::XlaOp limit_y, xla::XlaOp limit_x,
     const std::vector<xla::XlaOp>& boxes, std::vector<xla::XlaOp> values,
     const char* name, Body body) {
@@ -436,7 +433,7 @@ absl::StatusOr<std::vector<xla::XlaOp>> CarryBoxes(
 // SampleLoop over the sampling grids of `box`, with the boxes carried in the
 // loop state: body(cb, samples, index, values) returns the new `values`.
 template <typename Body>
-absl::StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
+StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
     const Call& c, const AlignBoxes& box, std::vector<xla::XlaOp> values,
     const char* name, Body body) {
   return CarryBoxes(
@@ -549,8 +546,8 @@ class RoiAlignGradOp : public XlaOpKernel {
   }
 
   // The gradient ops' features_shape input, a compile-time constant.
-  static absl::Status ReadFeaturesShape(XlaOpKernelContext* context,
-                                        TensorShape* shape) {
+  static Status ReadFeaturesShape(XlaOpKernelContext* context,
+                                  TensorShape* shape) {
     const int index = context->num_inputs() - 1;
     std::vector<int64_t> values;
     TF_RETURN_IF_ERROR(context->ConstantInputAsIntVector(index, &values));
@@ -663,9 +660,9 @@ xla::XlaOp MaxExtent(const Call& c, const PoolRanges& r, xla::XlaOp ok,
 // SampleLoop over the pixels of the bins of `p`, with the boxes carried in
 // the loop state: body(cb, pixels, index, values) returns the new `values`.
 template <typename Body>
-absl::StatusOr<std::vector<xla::XlaOp>> PixelLoop(
-    const Call& c, const PoolBoxes& p, std::vector<xla::XlaOp> values,
-    const char* name, Body body) {
+StatusOr<std::vector<xla::XlaOp>> PixelLoop(const Call& c, const PoolBoxes& p,
+                                            std::vector<xla::XlaOp> values,
+                                            const char* name, Body body) {
   return CarryBoxes(
       c, MaxExtent(c, p.h, p.ok, c.attrs.pooled_height),
       MaxExtent(c, p.w, p.ok, c.attrs.pooled_width),

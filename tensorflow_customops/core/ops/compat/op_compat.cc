@@ -16,6 +16,7 @@
 #include "tensorflow/core/framework/node_def_util.h"
 #include "tensorflow/core/framework/op_def_util.h"
 #include "tensorflow/core/platform/protobuf.h"
+#include "tensorflow_customops/core/platform/status_compat.h"
 
 namespace tensorflow {
 namespace customops_compat {
@@ -59,8 +60,7 @@ std::string TextProto(const protobuf::Message& message) {
   return text;
 }
 
-absl::Status ReadTextProto(const std::string& path,
-                           protobuf::Message* message) {
+Status ReadTextProto(const std::string& path, protobuf::Message* message) {
   std::ifstream in(path);
   if (!in) return errors::NotFound("cannot read ", path);
   std::stringstream text;
@@ -69,15 +69,15 @@ absl::Status ReadTextProto(const std::string& path,
     return errors::InvalidArgument("cannot parse ", path, " as text-format ",
                                    message->GetTypeName());
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
+Status WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
   if (!out) return errors::Internal("cannot write ", path);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace
@@ -134,7 +134,7 @@ std::vector<std::string> IncompatibleChanges(const OpList& current,
     for (int i = 0; i < count; ++i) {
       const OpDef& old_op = versions.op(i);
       const std::string where = Describe(op.name(), i + 1, count);
-      const std::pair<const char*, absl::Status> checks[] = {
+      const std::pair<const char*, Status> checks[] = {
           {"incompatible change", OpDefCompatible(old_op, now)},
           {"default changed", OpDefAttrDefaultsUnchanged(old_op, now)},
           {"default of an added attr changed",
@@ -142,8 +142,8 @@ std::vector<std::string> IncompatibleChanges(const OpList& current,
       };
       for (const auto& [rule, status] : checks) {
         if (!status.ok()) {
-          errors.push_back(
-              absl::StrCat(where, ": ", rule, ": ", status.message()));
+          errors.push_back(absl::StrCat(where, ": ", rule, ": ",
+                                        customops::StatusMessage(status)));
         }
       }
       CheckFlags(old_op, now, where, &errors);
@@ -205,9 +205,9 @@ std::vector<std::string> UpdateHistory(const OpList& current,
   return changed;
 }
 
-absl::Status ReadHistory(const std::string& dir, OpHistory* history) {
+Status ReadHistory(const std::string& dir, OpHistory* history) {
   // No folder yet: every op will be reported as having no history.
-  if (!std::filesystem::exists(dir)) return absl::OkStatus();
+  if (!std::filesystem::exists(dir)) return OkStatus();
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string path = entry.path().string();
@@ -232,10 +232,10 @@ absl::Status ReadHistory(const std::string& dir, OpHistory* history) {
   }
   if (error)
     return errors::NotFound("cannot list ", dir, ": ", error.message());
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status WriteHistory(const std::string& dir, const OpHistory& history) {
+Status WriteHistory(const std::string& dir, const OpHistory& history) {
   std::filesystem::create_directories(dir);
   for (const auto& [name, versions] : history) {
     TF_RETURN_IF_ERROR(WriteText(
@@ -245,23 +245,22 @@ absl::Status WriteHistory(const std::string& dir, const OpHistory& history) {
                      "stripped.\n",
                      kFileHeader, TextProto(versions))));
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status ReadOpList(const std::string& path, OpList* ops) {
+Status ReadOpList(const std::string& path, OpList* ops) {
   return ReadTextProto(path, ops);
 }
 
-absl::Status WriteOpList(const std::string& path, const OpList& ops) {
+Status WriteOpList(const std::string& path, const OpList& ops) {
   return WriteText(path,
                    absl::StrCat("# Every CustomOps> op as registered now, with "
                                 "docs.\n",
                                 kFileHeader, TextProto(ops)));
 }
 
-absl::Status DowngradeGraphDef(const OpList& consumer_ops,
-                               const OpRegistryInterface& producer,
-                               GraphDef* graph) {
+Status DowngradeGraphDef(const OpList& consumer_ops,
+                         const OpRegistryInterface& producer, GraphDef* graph) {
   std::vector<NodeDef*> nodes;
   auto collect = [&nodes](protobuf::RepeatedPtrField<NodeDef>* field) {
     for (NodeDef& node : *field) {
@@ -305,15 +304,16 @@ absl::Status DowngradeGraphDef(const OpList& consumer_ops,
           "; the consumer's release has no attr '", attr,
           "', so this graph needs a newer release there");
     }
-    absl::Status valid = ValidateNodeDef(node, *consumer_def);
+    Status valid = ValidateNodeDef(node, *consumer_def);
     if (!valid.ok()) {
       return errors::FailedPrecondition(
           "node '", node.name(), "' (", node.op(),
-          ") does not fit the consumer's release: ", valid.message());
+          ") does not fit the consumer's release: ",
+          customops::StatusMessage(valid));
     }
   }
   for (size_t i = 0; i < nodes.size(); ++i) *nodes[i] = ours.node(i);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace customops_compat

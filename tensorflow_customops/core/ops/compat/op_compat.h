@@ -51,10 +51,10 @@ std::vector<std::string> UpdateHistory(const OpList& current,
                                        OpHistory* history);
 
 // Reads and writes the history folder (one file per op) and ops.pbtxt.
-absl::Status ReadHistory(const std::string& dir, OpHistory* history);
-absl::Status WriteHistory(const std::string& dir, const OpHistory& history);
-absl::Status ReadOpList(const std::string& path, OpList* ops);
-absl::Status WriteOpList(const std::string& path, const OpList& ops);
+Status ReadHistory(const std::string& dir, OpHistory* history);
+Status WriteHistory(const std::string& dir, const OpHistory& history);
+Status ReadOpList(const std::string& path, OpList* ops);
+Status WriteOpList(const std::string& path, const OpList& ops);
 
 // Prepares `graph` for a consumer whose library registers `consumer_ops`:
 // attrs that the consumer's specs lack are removed where they equal the
@@ -62,9 +62,8 @@ absl::Status WriteOpList(const std::string& path, const OpList& ops);
 // Fails, naming node, op and attr, when a node still needs something the
 // consumer lacks (an attr with a non-default value, a new dtype, a new op).
 // Only CustomOps> nodes are touched, in the graph and its functions.
-absl::Status DowngradeGraphDef(const OpList& consumer_ops,
-                               const OpRegistryInterface& producer,
-                               GraphDef* graph);
+Status DowngradeGraphDef(const OpList& consumer_ops,
+                         const OpRegistryInterface& producer, GraphDef* graph);
 
 }  // namespace customops_compat
 }  // namespace tensorflow

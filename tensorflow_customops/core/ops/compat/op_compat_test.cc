@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "tensorflow/core/framework/node_def_builder.h"
 #include "tensorflow/core/framework/op_def_builder.h"
+#include "tensorflow_customops/core/platform/status_compat.h"
 
 namespace tensorflow {
 namespace customops_compat {
@@ -183,7 +184,7 @@ NodeDef Node(const std::string& name, DataType dtype, int keep) {
   return node;
 }
 
-absl::Status Downgrade(const NodeDef& node, GraphDef* graph) {
+Status Downgrade(const NodeDef& node, GraphDef* graph) {
   const OpList consumer = ListOf(Spec(kV1));
   const OpList producer = ListOf(Producer());
   OpListOpRegistry producer_registry(&producer);
@@ -198,9 +199,9 @@ void TestDowngrade() {
   CHECK_EQ(graph.node(0).attr().at("T").type(), DT_FLOAT);
 
   graph.Clear();
-  absl::Status status = Downgrade(Node("z", DT_FLOAT, 2), &graph);
+  Status status = Downgrade(Node("z", DT_FLOAT, 2), &graph);
   std::printf("downgrade keep=2: %s\n", status.ToString().c_str());
-  CHECK(absl::StrContains(status.message(),
+  CHECK(absl::StrContains(customops::StatusMessage(status),
                           "node 'z' (CustomOps>Synthetic) sets keep = 2, not "
                           "its default 1; the consumer's release has no attr "
                           "'keep'"))
@@ -209,18 +210,18 @@ void TestDowngrade() {
   graph.Clear();
   status = Downgrade(Node("u", DT_UINT8, 1), &graph);
   std::printf("downgrade uint8: %s\n", status.ToString().c_str());
-  CHECK(absl::StrContains(status.message(),
+  CHECK(absl::StrContains(customops::StatusMessage(status),
                           "node 'u' (CustomOps>Synthetic) "
                           "does not fit the consumer's "
                           "release"))
       << status;
-  CHECK(absl::StrContains(status.message(), "uint8")) << status;
+  CHECK(absl::StrContains(customops::StatusMessage(status), "uint8")) << status;
 
   graph.Clear();
   NodeDef unknown = Node("n", DT_FLOAT, 1);
   unknown.set_op("CustomOps>Newer");
   status = Downgrade(unknown, &graph);
-  CHECK(absl::StrContains(status.message(),
+  CHECK(absl::StrContains(customops::StatusMessage(status),
                           "uses op CustomOps>Newer, which the consumer's "
                           "release does not have"))
       << status;

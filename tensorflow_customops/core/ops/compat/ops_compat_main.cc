@@ -22,6 +22,7 @@
 #include "tensorflow/core/platform/env.h"
 #include "tensorflow/core/platform/protobuf.h"
 #include "tensorflow_customops/core/ops/compat/op_compat.h"
+#include "tensorflow_customops/core/platform/status_compat.h"
 
 namespace tensorflow {
 namespace customops_compat {
@@ -51,19 +52,19 @@ int Report(const char* title, const std::vector<std::string>& lines) {
 }
 
 // The CustomOps> ops registered by the op library at `path`.
-absl::Status LoadCustomOps(const std::string& path, OpList* ops) {
+Status LoadCustomOps(const std::string& path, OpList* ops) {
   void* handle = nullptr;
   // Loading runs the library's REGISTER_OP initialisers.
   TF_RETURN_IF_ERROR(Env::Default()->LoadDynamicLibrary(path.c_str(), &handle));
   *ops = RegisteredCustomOps(*OpRegistry::Global());
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 int CheckOrUpdate(bool update, const std::string& compat_dir,
                   const OpList& current) {
   OpHistory history;
-  absl::Status status = ReadHistory(compat_dir + kHistoryDir, &history);
-  if (!status.ok()) return Fail(std::string(status.message()));
+  Status status = ReadHistory(compat_dir + kHistoryDir, &history);
+  if (!status.ok()) return Fail(customops::StatusMessage(status));
   OpList recorded;
   // A missing ops.pbtxt is one more pending update.
   ReadOpList(compat_dir + kOpsFile, &recorded).IgnoreError();
@@ -80,7 +81,7 @@ int CheckOrUpdate(bool update, const std::string& compat_dir,
   const std::vector<std::string> changed = UpdateHistory(current, &history);
   status = WriteHistory(compat_dir + kHistoryDir, history);
   if (status.ok()) status = WriteOpList(compat_dir + kOpsFile, current);
-  if (!status.ok()) return Fail(std::string(status.message()));
+  if (!status.ok()) return Fail(customops::StatusMessage(status));
   for (const std::string& line : changed) {
     std::printf("recorded %s\n", line.c_str());
   }
@@ -96,7 +97,7 @@ int CheckOrUpdate(bool update, const std::string& compat_dir,
 int Downgrade(const std::string& consumer, const std::string& in,
               const std::string& out) {
   OpList consumer_ops;
-  absl::Status status = ReadOpList(consumer, &consumer_ops);
+  Status status = ReadOpList(consumer, &consumer_ops);
   GraphDef graph;
   if (status.ok()) {
     std::ifstream file(in);
@@ -114,7 +115,7 @@ int Downgrade(const std::string& consumer, const std::string& in,
     protobuf::TextFormat::PrintToString(graph, &text);
     status = WriteStringToFile(Env::Default(), out, text);
   }
-  if (!status.ok()) return Fail(std::string(status.message()));
+  if (!status.ok()) return Fail(customops::StatusMessage(status));
   return 0;
 }
 
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
     flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
   }
   tensorflow::OpList current;
-  absl::Status status = LoadCustomOps(flags["library"], &current);
-  if (!status.ok()) return Fail(std::string(status.message()));
+  tensorflow::Status status = LoadCustomOps(flags["library"], &current);
+  if (!status.ok()) return Fail(tensorflow::customops::StatusMessage(status));
   if (command == "check" || command == "update") {
     return CheckOrUpdate(command == "update",
                          FromWorkspace(flags["compat_dir"]), current);
