@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds the wheel into dist/ and smoke-tests it: set-up, `bazel build
-# //:build_pip_pkg`, then a new virtualenv (reusing the installed TensorFlow,
-# no network) that runs ZeroOut from outside the repository.
+# //:build_pip_pkg` (with --config=cuda, so with the GPU kernels, wherever
+# nvcc is installed), then a new virtualenv (reusing the installed
+# TensorFlow, no network) that runs ZeroOut from outside the repository.
+# Extra arguments go to `bazel build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
 PYTHON="${PYTHON:-python3}"
 tools/setup.sh
-bazel build "$@" //:build_pip_pkg
+config=()
+command -v nvcc >/dev/null && config=(--config=cuda)
+bazel build "${config[@]}" "$@" //:build_pip_pkg
 wheel="$(bazel-bin/build_pip_pkg "${root}/dist" | tail -n 1)"
 
 smoke="$(mktemp -d)"

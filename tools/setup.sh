@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine to build and test tensorflow_customops, and
 # is safe to run again: Debian's Bazel and clang-format, the pinned Python
-# packages, then tools/configure.py. Set PYTHON to use another interpreter.
+# packages (TensorFlow only if none is installed), then tools/configure.py.
+# Set PYTHON to use another interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -19,6 +20,12 @@ if ((${#missing[@]})); then
     --no-install-recommends "${missing[@]}"
 fi
 
-"${PYTHON}" -m pip install --quiet --disable-pip-version-check \
-  -r tools/requirements.txt
+# TensorFlow: the pinned release only where none is installed. An installed
+# one (another supported release, tensorflow-cpu) is what the library is then
+# built for, and stays.
+pip_install=("${PYTHON}" -m pip install --quiet --disable-pip-version-check)
+if ! "${PYTHON}" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"; then
+  "${pip_install[@]}" "$(grep '^tensorflow==' tools/requirements.txt)"
+fi
+"${pip_install[@]}" -r <(grep -v '^tensorflow==' tools/requirements.txt)
 "${PYTHON}" tools/configure.py

@@ -4,6 +4,7 @@ import os
 
 import setuptools
 from setuptools.dist import Distribution
+from wheel.bdist_wheel import bdist_wheel
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,13 +23,15 @@ class BinaryDistribution(Distribution):
         return True
 
 
-def _tensorflow_requirement(built_against):
-    # TensorFlow's C++ ABI holds within a minor release only.
-    major, minor = (int(v) for v in built_against.split(".")[:2])
-    return f"tensorflow>={major}.{minor}.0,<{major}.{minor + 1}"
+class PlatformWheel(bdist_wheel):
+    """Tagged py3-none-<platform>: no library of the package links libpython
+    or uses Python's C API, so one wheel serves every Python 3 that
+    TensorFlow does."""
+
+    def get_tag(self):
+        return ("py3", "none", super().get_tag()[2])
 
 
-_build_info = _read_module("tensorflow_customops/python/platform/build_info.py")
 _version = _read_module("tensorflow_customops/version.py")["__version__"]
 
 with open(os.path.join(_HERE, "README.md")) as f:
@@ -39,7 +42,8 @@ setuptools.setup(
     version=_version,
     description=(
         "TensorFlow custom ops: RoI pooling and align for detection, fused ops, "
-        "with CPU and GPU kernels and gradients."
+        "and their gradients, with CPU kernels and (built where nvcc is) CUDA "
+        "kernels."
     ),
     long_description=_long_description,
     long_description_content_type="text/markdown",
@@ -51,9 +55,12 @@ setuptools.setup(
             "_custom_ops_xla.so",
         ]
     },
-    install_requires=[_tensorflow_requirement(_build_info["TF_VERSION"])],
+    # No requirement on TensorFlow: it comes as tensorflow, tensorflow-cpu or
+    # a build of one's own, and pip must never replace the one installed.
+    # The loader checks at import that it is a release this copy supports.
     python_requires=">=3.9",
     distclass=BinaryDistribution,
+    cmdclass={"bdist_wheel": PlatformWheel},
     zip_safe=False,
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -23,10 +23,14 @@ from tensorflow_customops.python.platform import build_info as _build_info
 
 LIBRARY_NAME = "_custom_ops.so"
 XLA_LIBRARY_NAME = "_custom_ops_xla.so"
-_REBUILD_HINT = (
-    "rebuild tensorflow_customops from source against the installed TensorFlow "
-    "(`tools/build_wheel.sh` in a checkout of the repository)"
+_BUILD_COMMAND = (
+    "build tensorflow_customops for the installed TensorFlow with "
+    "`tools/build_wheel.sh` in a checkout of the repository (it keeps the "
+    "installed TensorFlow)"
 )
+# Development and nightly builds share a version's major.minor but not its
+# C++ ABI.
+_DEV_MARKERS = ("dev", "nightly")
 
 
 class LibraryLoadError(ImportError):
@@ -37,17 +41,41 @@ def _major_minor(version):
     return tuple(version.split(".")[:2])
 
 
-def check_tensorflow_version(installed, built_against):
-    """Raises LibraryLoadError unless the two TensorFlow versions share major.minor.
+def supported_releases(built_against):
+    """The TensorFlow releases (major.minor) this copy has an op library for."""
+    return [".".join(_major_minor(built_against))]
 
-    TensorFlow keeps its C++ ABI within a minor release only.
+
+def check_tensorflow_version(installed, built_against):
+    """Raises LibraryLoadError unless TensorFlow `installed` is a release this
+    copy, built against TensorFlow `built_against`, supports.
+
+    TensorFlow keeps its C++ ABI within a minor release only, and not even
+    there for development builds.
     """
-    if _major_minor(installed) != _major_minor(built_against):
-        minor = ".".join(_major_minor(built_against))
+    supported = supported_releases(built_against)
+    dev = any(marker in installed for marker in _DEV_MARKERS)
+    if not dev and ".".join(_major_minor(installed)) in supported:
+        return
+    kind = "a development build" if dev else "not a supported release"
+    raise LibraryLoadError(
+        f"TensorFlow {installed} is installed, which is {kind}: this copy of "
+        f"tensorflow_customops supports TensorFlow {', '.join(supported)} (built "
+        f"against TensorFlow {built_against}). Install a supported release "
+        f"(`pip install 'tensorflow=={supported[-1]}.*'`, or tensorflow-cpu), or "
+        f"{_BUILD_COMMAND}."
+    )
+
+
+def check_abi_flag(installed, built_against):
+    """Raises LibraryLoadError unless TensorFlow's _GLIBCXX_USE_CXX11_ABI
+    (`installed`) is the one the library was built with."""
+    if installed != built_against:
         raise LibraryLoadError(
-            f"tensorflow_customops was built against TensorFlow {built_against}, but "
-            f"TensorFlow {installed} is installed. Install the matching release "
-            f"(`pip install 'tensorflow=={minor}.*'`) or {_REBUILD_HINT}."
+            f"The installed TensorFlow was built with _GLIBCXX_USE_CXX11_ABI="
+            f"{installed}, tensorflow_customops with {built_against}: their C++ "
+            f"libraries cannot work together. Use TensorFlow from PyPI, or "
+            f"{_BUILD_COMMAND}."
         )
 
 
@@ -58,6 +86,7 @@ def library_path(name=LIBRARY_NAME):
 def load_from(path, built_against):
     """Loads the op library at `path`, built against TensorFlow `built_against`."""
     check_tensorflow_version(tf.__version__, built_against)
+    check_abi_flag(tf.sysconfig.CXX11_ABI_FLAG, _build_info.CXX11_ABI_FLAG)
     if not os.path.exists(path):
         raise LibraryLoadError(
             f"The tensorflow_customops op library is missing: {path} does not exist. "
@@ -70,8 +99,8 @@ def load_from(path, built_against):
     except (tf.errors.NotFoundError, OSError) as e:
         raise LibraryLoadError(
             f"Could not load {path}, built against TensorFlow {built_against} "
-            f"(installed: {tf.__version__}): {e}. {_REBUILD_HINT[0].upper()}"
-            f"{_REBUILD_HINT[1:]}."
+            f"(installed: {tf.__version__}): {e}. Reinstall tensorflow_customops, "
+            f"or {_BUILD_COMMAND}."
         ) from e
 
 

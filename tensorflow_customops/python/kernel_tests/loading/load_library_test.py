@@ -24,10 +24,14 @@ class LoadLibraryTest(tf.test.TestCase):
         with self.assertRaises(load_library.LibraryLoadError) as ctx:
             load_library.check_tensorflow_version("2.20.1", "2.21.0")
         message = str(ctx.exception)
-        self.assertIn("built against TensorFlow 2.21.0", message)
         self.assertIn("TensorFlow 2.20.1 is installed", message)
+        self.assertIn("not a supported release", message)
+        self.assertIn(
+            "supports TensorFlow 2.21 (built against TensorFlow 2.21.0)", message
+        )
         self.assertIn("pip install 'tensorflow==2.21.*'", message)
-        self.assertIn("rebuild", message)
+        self.assertIn("tools/build_wheel.sh", message)
+        self.assertIn("keeps the installed TensorFlow", message)
         # A LibraryLoadError is an ImportError, so `import` failures look normal.
         self.assertIsInstance(ctx.exception, ImportError)
 
@@ -35,9 +39,25 @@ class LoadLibraryTest(tf.test.TestCase):
         with self.assertRaisesRegex(load_library.LibraryLoadError, "3.0.0"):
             load_library.check_tensorflow_version("3.0.0", "2.21.0")
 
+    def test_development_builds_are_refused(self):
+        # tf-nightly and source builds of a minor do not keep its ABI.
+        for version in ("2.21.0-dev20260101", "2.21.0.dev0", "2.21.0-nightly"):
+            with self.assertRaisesRegex(
+                load_library.LibraryLoadError, "is a development build"
+            ):
+                load_library.check_tensorflow_version(version, "2.21.0")
+
     def test_patch_releases_are_compatible(self):
         load_library.check_tensorflow_version("2.21.3", "2.21.0")
         load_library.check_tensorflow_version("2.21.0rc1", "2.21.0")
+
+    def test_abi_flag_mismatch(self):
+        with self.assertRaisesRegex(
+            load_library.LibraryLoadError,
+            r"_GLIBCXX_USE_CXX11_ABI=0, tensorflow_customops with 1.*build_wheel",
+        ):
+            load_library.check_abi_flag(0, 1)
+        load_library.check_abi_flag(1, 1)
 
     def test_mismatch_is_checked_before_loading(self):
         # A library built for another release must not even be dlopen()ed.
@@ -56,7 +76,7 @@ class LoadLibraryTest(tf.test.TestCase):
         with open(path, "wb") as f:
             f.write(b"not an ELF file")
         with self.assertRaisesRegex(
-            load_library.LibraryLoadError, r"Could not load .*corrupt\.so.*Rebuild"
+            load_library.LibraryLoadError, r"Could not load .*corrupt\.so.*Reinstall"
         ):
             load_library.load_from(path, tf.__version__)
 
