@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the wheel into dist/ and smoke-tests it: set-up, `bazel build
-# //:build_pip_pkg` (with --config=cuda, so with the GPU kernels, wherever
-# nvcc is installed), then a new virtualenv (reusing the installed
-# TensorFlow, no network) that runs ZeroOut from outside the repository.
-# Extra arguments go to `bazel build`.
+# Builds the wheel into dist/ for the installed TensorFlow and smoke-tests it:
+# set-up (which keeps an installed TensorFlow), `bazel build //:build_pip_pkg`
+# (with --config=cuda, so with the GPU kernels, wherever nvcc is installed),
+# then tools/pip_package/wheel_smoke.py on the installed wheel, from outside
+# the repository. Set PYTHON to build for another environment's TensorFlow;
+# extra arguments go to `bazel build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
@@ -14,11 +15,12 @@ command -v nvcc >/dev/null && config=(--config=cuda)
 bazel build "${config[@]}" "$@" //:build_pip_pkg
 wheel="$(bazel-bin/build_pip_pkg "${root}/dist" | tail -n 1)"
 
+# The smoke runs with the same Python and TensorFlow the wheel was built for:
+# the wheel goes into a scratch folder put first on that Python's path.
 smoke="$(mktemp -d)"
 trap 'rm -rf "${smoke}"' EXIT
-"${PYTHON}" -m venv --system-site-packages "${smoke}/venv"
-"${smoke}/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  --no-index --no-deps "${wheel}"
-(cd "${smoke}" && TF_CPP_MIN_LOG_LEVEL=2 "${smoke}/venv/bin/python" -c \
-  "import tensorflow_customops as tfco; print(tfco.zero_out([[1, 2], [3, 4]]))")
+"${PYTHON}" -m pip install --quiet --disable-pip-version-check --no-index \
+  --no-deps --target "${smoke}/site" "${wheel}"
+(cd "${smoke}" && PYTHONPATH="${smoke}/site" TF_CPP_MIN_LOG_LEVEL=2 \
+  "${PYTHON}" "${root}/tools/pip_package/wheel_smoke.py")
 echo "built ${wheel}"
