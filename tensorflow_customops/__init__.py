@@ -36,7 +36,9 @@ def build_info():
     """How this copy was built: TensorFlow version, C++ ABI flag, CUDA, XLA.
 
     Returns:
-      A dict with keys `version`, `tf_version`, `cxx11_abi_flag`,
+      A dict with keys `version`, `tf_version` (the TensorFlow the build was
+      configured with), `tf_releases` (the TensorFlow releases, major.minor,
+      this copy has op libraries for), `cxx11_abi_flag`,
       `cxx_standard`, `cuda` (whether GPU kernels were compiled in),
       `cuda_capabilities`, `xla` (whether the XLA lowerings are loaded, so
       the ops compile under jit_compile) and `xla_unavailable_reason` (why
@@ -46,6 +48,7 @@ def build_info():
     return {
         "version": __version__,
         "tf_version": _build_info.TF_VERSION,
+        "tf_releases": _load_library.supported_releases(),
         "cxx11_abi_flag": _build_info.CXX11_ABI_FLAG,
         "cxx_standard": _build_info.CXX_STANDARD,
         "cuda": _build_info.CUDA,

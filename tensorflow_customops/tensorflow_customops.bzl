@@ -17,10 +17,13 @@ All values come from the installed TensorFlow through tools/configure.py; see
 third_party/tf/tf_configure.bzl.
 """
 
+load("//third_party/tf:releases.bzl", "TF_RELEASES")
+load("//third_party/tf:tf_release.bzl", "release_select")
 load(
     "@local_config_tf//:build_defs.bzl",
     "CUDA_CAPABILITIES",
     "NVCC_PATH",
+    "PYTHON_BIN_PATH",
     "TF_CC_LIBRARY_NAME",
     "TF_CXX11_ABI_FLAG",
     "TF_CXX_STANDARD",
@@ -47,12 +50,18 @@ _NO_XLA = "//tensorflow_customops:no_xla"
 _USING_ASAN = "//tensorflow_customops:using_asan"
 _USING_UBSAN = "//tensorflow_customops:using_ubsan"
 _OPT = "//tensorflow_customops:opt"
-_TF_HEADERS = "@local_config_tf//:tf_header_lib"
-_TF_CUDA_HEADERS = "@local_config_tf//:tf_cuda_header_lib"
+# The glue's TensorFlow: the installed one, or the release a transition picks
+# (third_party/tf/tf_release.bzl).
+_TF_HEADERS = "//third_party/tf:tf_header_lib"
+_TF_CUDA_HEADERS = "//third_party/tf:tf_cuda_header_lib"
+_TF_FRAMEWORK = "//third_party/tf:libtensorflow_framework"
+_TF_CC = "//third_party/tf:libtensorflow_cc"
+_TF_EXPORTS = "//third_party/tf:tf_exports"
+_RELEASE = "//third_party/tf:release"
+_WHEEL_RELEASES = "//third_party/tf:wheel_releases"
+INSTALLED_RELEASE = ".".join(TF_VERSION.split(".")[:2])
 _EIGEN_HEADERS = "@local_config_tf//:eigen_header_lib"
 _CORE_EXPORTS = "//tensorflow_customops/core/kernels:core_exports.lds"
-_TF_FRAMEWORK = "@local_config_tf//:lib/" + TF_SHARED_LIBRARY_NAME
-_TF_CC = "@local_config_tf//:lib/" + TF_CC_LIBRARY_NAME
 _CUDART = "@local_config_tf//:cudart_static"
 _CUDA_ONLY = select({
     _USING_CUDA: [],
@@ -129,10 +138,23 @@ _CORE_COPTS = _CORE_DEFINES + [
 # XLA's headers include highwayhash and farmhash by paths relative to these
 # folders of TensorFlow's include tree. The lowerings build HLO only, so they
 # never need CUDA.
-_XLA_COPTS = _HOST_COPTS + [
-    "-isystem external/local_config_tf/include/external/highwayhash",
-    "-isystem external/local_config_tf/include/external/farmhash_archive/src",
+_XLA_INCLUDES = [
+    "-isystem external/{repo}/include/external/highwayhash",
+    "-isystem external/{repo}/include/external/farmhash_archive/src",
 ]
+_XLA_COPTS = _HOST_COPTS + release_select(
+    [flag.replace("{repo}", "local_config_tf") for flag in _XLA_INCLUDES],
+    _XLA_INCLUDES,
+    TF_RELEASES,
+)
+
+# Every shared library the wheel holds imports no libstdc++ symbol newer than
+# GLIBCXX_3.4.21 (core/platform/libstdcxx_compat.cc says how and why).
+_LIBSTDCXX_COMPAT = "//tensorflow_customops/core/platform:libstdcxx_compat"
+_LIBSTDCXX_COMPAT_LINKOPTS = ["-Wl,--wrap=" + symbol for symbol in [
+    "_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE",
+    "_ZSt28__throw_bad_array_new_lengthv",
+]]
 
 _SANITIZER_LINKOPTS = select({
     _USING_ASAN: ["-fsanitize=address"],
@@ -293,13 +315,36 @@ def tfco_core_op_library(name, deps):
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps,
+        deps = deps + [_LIBSTDCXX_COMPAT],
         additional_linker_inputs = [_CORE_EXPORTS],
         linkopts = [
             "-Wl,-soname," + name,
             "-Wl,--no-undefined",
             "-Wl,--version-script,$(location %s)" % _CORE_EXPORTS,
-        ] + _SANITIZER_LINKOPTS,
+        ] + _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
+    )
+
+def _empty_library(name, soname):
+    """An empty shared library named soname: what a glue built for another
+    TensorFlow release links in place of a library it must NEED but that is
+    not here (or would have to be built again in that configuration)."""
+    native.genrule(
+        name = name,
+        outs = [name + ".so"],
+        cmd = "echo | $(CC) -x c -shared -nostdlib -Wl,-soname,%s -o $@ -" % soname,
+        toolchains = ["@bazel_tools//tools/cpp:current_cc_toolchain"],
+    )
+
+# Libraries linked by path ahead of the glue's objects. The installed
+# TensorFlow's are real and every symbol must resolve; a release's are empty
+# stand-ins (kept as NEEDED entries), whose imports tfco_release_glues checks
+# against the names that release exports.
+def _linked_libraries(installed, other_releases):
+    return release_select(
+        ["$(location %s)" % lib for lib in installed] + ["-Wl,--no-undefined"],
+        ["-Wl,--no-as-needed"] + ["$(location %s)" % lib for lib in other_releases] +
+        ["-Wl,--as-needed"],
+        TF_RELEASES,
     )
 
 def tfco_custom_op_library(name, deps, core, **kwargs):
@@ -307,7 +352,8 @@ def tfco_custom_op_library(name, deps, core, **kwargs):
 
     It links against libtensorflow_framework by path, so it carries no
     build-tree rpath, and against the kernel core (`core`), which it finds
-    beside itself ($ORIGIN).
+    beside itself ($ORIGIN) or, as a release's glue in the wheel, in the
+    folder above ($ORIGIN/..).
 
     Args:
       name: the .so file name.
@@ -315,20 +361,20 @@ def tfco_custom_op_library(name, deps, core, **kwargs):
       core: the tfco_core_op_library target in the same package.
       **kwargs: passed to cc_binary (visibility, ...).
     """
+    core_stub = name.replace(".", "_") + "_core_stub"
+    _empty_library(core_stub, core.split(":")[-1])
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps,
+        deps = deps + [_LIBSTDCXX_COMPAT],
         # Whatever runs the op library from Bazel's runfiles gets the core
-        # beside it.
-        data = [core],
-        additional_linker_inputs = [_TF_FRAMEWORK, core],
-        linkopts = [
-            "$(location %s)" % _TF_FRAMEWORK,
-            "$(location %s)" % core,
-            "-Wl,-rpath,$$ORIGIN",
-            "-Wl,--as-needed",
-        ] + _SANITIZER_LINKOPTS,
+        # beside it. A release's glue links a stand-in, so that the core is
+        # built once, in the installed TensorFlow's configuration.
+        data = release_select([core], [], TF_RELEASES),
+        additional_linker_inputs = [_TF_FRAMEWORK] + release_select([core], [core_stub], TF_RELEASES),
+        linkopts = _linked_libraries([_TF_FRAMEWORK, core], [_TF_FRAMEWORK, core_stub]) + [
+            "-Wl,-rpath,$$ORIGIN:$$ORIGIN/..",
+        ] + _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
         **kwargs
     )
 
@@ -365,13 +411,10 @@ def tfco_xla_op_library(name, deps):
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps,
+        deps = deps + [_LIBSTDCXX_COMPAT],
         additional_linker_inputs = [_TF_FRAMEWORK, _TF_CC],
-        linkopts = [
-            "$(location %s)" % _TF_FRAMEWORK,
-            "$(location %s)" % _TF_CC,
-            "-Wl,--no-undefined",
-        ] + _SANITIZER_LINKOPTS,
+        linkopts = _linked_libraries([_TF_FRAMEWORK, _TF_CC], [_TF_FRAMEWORK, _TF_CC]) +
+                   _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
         target_compatible_with = [] if TF_CC_LIBRARY_NAME else ["@platforms//:incompatible"],
     )
 
@@ -518,4 +561,84 @@ def tfco_build_info(name, out):
             _USING_CUDA: common + cuda,
             "//conditions:default": common + no_cuda,
         }) + xla + "EOF",
+    )
+
+def _release_split_impl(settings, attr):
+    wanted = [r for r in settings[_WHEEL_RELEASES].split(",") if r]
+    wrong = [r for r in wanted if r not in TF_RELEASES or r == INSTALLED_RELEASE]
+    if wrong:
+        fail("--%s=%s: it lists releases besides the installed TensorFlow (%s), from %s" % (
+            _WHEEL_RELEASES,
+            ",".join(wanted),
+            INSTALLED_RELEASE,
+            ", ".join(TF_RELEASES),
+        ))
+
+    # A split needs a branch even without other releases: one whose targets
+    # are analysed (like the installed TensorFlow's, in an output directory
+    # of their own) but never built.
+    return {r: {_RELEASE: r} for r in wanted} or {"": {_RELEASE: "unused"}}
+
+_release_split = transition(
+    implementation = _release_split_impl,
+    inputs = [_WHEEL_RELEASES],
+    outputs = [_RELEASE],
+)
+
+def _release_glues_impl(ctx):
+    outs = []
+    releases = {INSTALLED_RELEASE: (ctx.attr.installed_libs, ctx.attr.installed_exports)}
+    for release, libs in ctx.split_attr.libs.items():
+        if release:
+            releases[release] = (libs, ctx.split_attr.exports[release])
+    for release, (libs, exports) in releases.items():
+        export_files = [f for target in exports for f in target.files.to_list()]
+        for lib in [f for target in libs for f in target.files.to_list()]:
+            out = ctx.actions.declare_file("tf%s/%s" % (release.replace(".", "_"), lib.basename))
+            ctx.actions.run(
+                executable = PYTHON_BIN_PATH,
+                arguments = [ctx.file._check.path, lib.path, out.path] + [f.path for f in export_files],
+                inputs = [ctx.file._check, lib] + export_files,
+                outputs = [out],
+                mnemonic = "TfcoCheckGlue",
+                progress_message = "Checking the TensorFlow %s glue %s" % (release, lib.basename),
+            )
+            outs.append(out)
+    return [DefaultInfo(files = depset(outs), runfiles = ctx.runfiles(outs))]
+
+_release_glues = rule(
+    implementation = _release_glues_impl,
+    attrs = {
+        "libs": attr.label_list(cfg = _release_split),
+        "exports": attr.label_list(cfg = _release_split),
+        "installed_libs": attr.label_list(),
+        "installed_exports": attr.label_list(),
+        "_check": attr.label(
+            default = "//tools/pip_package:check_glue_imports.py",
+            allow_single_file = True,
+        ),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+)
+
+def tfco_release_glues(name, libs):
+    """The glue libraries `libs` for every TensorFlow release the wheel
+    carries, each in a folder tfM_N beside the kernel core: the installed
+    TensorFlow's, and those of the releases named by
+    --//third_party/tf:wheel_releases=2.12,2.13,... (built with their cached
+    headers). Every glue's TensorFlow imports are checked against what its
+    release exports.
+
+    Args:
+      name: target name.
+      libs: the tfco_custom_op_library and tfco_xla_op_library targets.
+    """
+    _release_glues(
+        name = name,
+        libs = libs,
+        exports = [_TF_EXPORTS],
+        installed_libs = libs,
+        installed_exports = [_TF_EXPORTS],
     )

@@ -1,18 +1,43 @@
 #!/usr/bin/env bash
-# Builds the wheel into dist/ for the installed TensorFlow and smoke-tests it:
-# set-up (which keeps an installed TensorFlow), `bazel build //:build_pip_pkg`
-# (with --config=cuda, so with the GPU kernels, wherever nvcc is installed),
-# then tools/pip_package/wheel_smoke.py on the installed wheel, from outside
-# the repository. Set PYTHON to build for another environment's TensorFlow;
-# extra arguments go to `bazel build`.
+# Builds the wheel into dist/ and smoke-tests it with the installed
+# TensorFlow.
+#
+#   tools/build_wheel.sh [--installed-only | --releases 2.12,2.16,...] [BAZEL_ARGS...]
+#
+# By default the wheel carries a glue for every release in
+# third_party/tf/releases.bzl: set-up (which keeps an installed TensorFlow),
+# tools/fetch_tf_headers.py (downloads each release's headers once, into a
+# cache), `bazel build //:build_pip_pkg` (with --config=cuda, so with the GPU
+# kernels, wherever nvcc is installed), then tools/pip_package/wheel_smoke.py
+# on the installed wheel, from outside the repository. --installed-only
+# builds for the installed TensorFlow alone (the fast developer loop, and
+# the way to build for a TensorFlow no wheel supports); --releases picks the
+# other releases. Set PYTHON to build for another environment's TensorFlow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
 PYTHON="${PYTHON:-python3}"
+releases=all
+case "${1:-}" in
+  --installed-only) releases=""; shift ;;
+  --releases) releases="$2"; shift 2 ;;
+esac
 tools/setup.sh
+installed="$(sed -n 's/^build --repo_env=TF_VERSION=\([0-9]*\.[0-9]*\).*/\1/p' .tf_configure.bazelrc)"
+others=()
+if [[ -n "${releases}" ]]; then
+  "${PYTHON}" tools/fetch_tf_headers.py ${releases//,/ }
+  [[ "${releases}" == all ]] && releases="$("${PYTHON}" -c \
+    "exec(open('third_party/tf/releases.bzl').read()); print(','.join(TF_RELEASES))")"
+  for release in ${releases//,/ }; do
+    [[ "${release}" == "${installed}" ]] || others+=("${release}")
+  done
+fi
 config=()
 command -v nvcc >/dev/null && config=(--config=cuda)
-bazel build "${config[@]}" "$@" //:build_pip_pkg
+wheel_releases="$(IFS=,; echo "${others[*]}")"
+bazel build "${config[@]}" "--//third_party/tf:wheel_releases=${wheel_releases}" "$@" \
+  //:build_pip_pkg
 wheel="$(bazel-bin/build_pip_pkg "${root}/dist" | tail -n 1)"
 
 # The smoke runs with the same Python and TensorFlow the wheel was built for:
@@ -23,4 +48,4 @@ trap 'rm -rf "${smoke}"' EXIT
   --no-deps --target "${smoke}/site" "${wheel}"
 (cd "${smoke}" && PYTHONPATH="${smoke}/site" TF_CPP_MIN_LOG_LEVEL=2 \
   "${PYTHON}" "${root}/tools/pip_package/wheel_smoke.py")
-echo "built ${wheel}"
+echo "built ${wheel} (TensorFlow ${installed}${wheel_releases:+,${wheel_releases}})"

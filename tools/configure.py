@@ -102,6 +102,14 @@ def cc_library_name(lib_dir, framework_name):
     return name if os.path.exists(os.path.join(lib_dir, name)) else ""
 
 
+def tf_cache_dir():
+    """Where tools/fetch_tf_headers.py keeps other TensorFlow releases' headers."""
+    if os.environ.get("TFCO_TF_CACHE"):
+        return os.path.abspath(os.environ["TFCO_TF_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "tensorflow_customops", "tensorflow")
+
+
 def collect():
     import tensorflow as tf
 
@@ -120,6 +128,7 @@ def collect():
         "TF_IS_CUDA_BUILD": "1" if info.get("is_cuda_build") else "0",
         "TF_CUDA_VERSION": info.get("cuda_version", ""),
         "PYTHON_BIN_PATH": sys.executable,
+        "TFCO_TF_CACHE": tf_cache_dir(),
     }
     nvcc, cuda_dir = find_nvcc()
     if nvcc and info.get("is_cuda_build"):

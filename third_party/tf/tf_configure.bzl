@@ -95,6 +95,12 @@ filegroup(
     srcs = ["lib/{lib}"],
 )
 
+# The libraries a glue may import from.
+filegroup(
+    name = "tf_libraries",
+    srcs = glob(["lib/*"]),
+)
+
 cc_library(
     name = "cudart_static",
     srcs = glob(["cuda/lib64/libcudart_static.a"]),
@@ -154,3 +160,86 @@ tf_configure = repository_rule(
     environ = _REQUIRED + _OPTIONAL,
     local = True,
 )
+
+def _tf_release_impl(ctx):
+    release = ctx.attr.release
+    cache = ctx.os.environ.get("TFCO_TF_CACHE", "")
+    folder = ctx.path("%s/%s" % (cache, release)) if cache else None
+    if folder and folder.get_child("VERSION").exists:
+        ctx.symlink(folder.get_child("include"), "include")
+        for lib in _RELEASE_LIBRARIES:
+            ctx.symlink(folder.get_child(lib + ".symbols.gz"), lib + ".symbols.gz")
+        ctx.symlink(folder.get_child("CXX11_ABI_FLAG"), "CXX11_ABI_FLAG")
+        ctx.symlink(folder.get_child("VERSION"), "VERSION")
+        missing = ""
+    else:
+        missing = ("TensorFlow %s's headers are not in the cache (%s): run " +
+                   "`tools/fetch_tf_headers.py %s`, or tools/build_wheel.sh, which does.") % (
+            release,
+            cache or "TFCO_TF_CACHE is not set: run tools/configure.py",
+            release,
+        )
+    ctx.file("BUILD", _RELEASE_BUILD.format(
+        release = release,
+        missing = missing,
+        libs = repr(_RELEASE_LIBRARIES),
+    ), executable = False)
+
+# What a glue links: each library is an empty stand-in with the real one's
+# SONAME, and the names the real one exports, which check the glue's imports.
+_RELEASE_LIBRARIES = ["libtensorflow_framework.so.2", "libtensorflow_cc.so.2"]
+
+_RELEASE_BUILD = """package(default_visibility = ["//visibility:public"])
+
+MISSING = "{missing}"
+
+# Without a cache, every target fails with MISSING when it is built (not when
+# it is loaded, so `//...` still works for the installed TensorFlow).
+genrule(
+    name = "cached",
+    outs = ["cached.txt"],
+    cmd = "echo '%s' >&2; exit 1" % MISSING if MISSING else "touch $@",
+)
+
+cc_library(
+    name = "tf_header_lib",
+    hdrs = glob(["include/**"]) + [":cached.txt"],
+    includes = ["include"],
+)
+
+cc_library(
+    name = "tf_cuda_header_lib",
+    includes = ["include/third_party/gpus/cuda/include"],
+    deps = [":tf_header_lib"],
+)
+
+[genrule(
+    name = lib + "_stub",
+    srcs = [":cached.txt"],
+    outs = ["lib/" + lib],
+    cmd = "echo | $(CC) -x c -shared -nostdlib -Wl,-soname,%s -o $@ -" % lib,
+    toolchains = ["@bazel_tools//tools/cpp:current_cc_toolchain"],
+) for lib in {libs}]
+
+filegroup(
+    name = "symbols",
+    srcs = [lib + ".symbols.gz" for lib in {libs}] if not MISSING else [":cached.txt"],
+)
+
+filegroup(
+    name = "cxx11_abi_flag",
+    srcs = ["CXX11_ABI_FLAG"] if not MISSING else [":cached.txt"],
+)
+"""
+
+tf_release_repository = repository_rule(
+    implementation = _tf_release_impl,
+    attrs = {"release": attr.string(mandatory = True)},
+    environ = ["TFCO_TF_CACHE"],
+    local = True,
+)
+
+def tf_release_repositories(releases):
+    """@tf_2_NN for each release: its headers, from tools/fetch_tf_headers.py's cache."""
+    for release in releases:
+        tf_release_repository(name = "tf_" + release.replace(".", "_"), release = release)

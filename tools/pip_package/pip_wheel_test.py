@@ -2,6 +2,7 @@
 new virtualenv without network, and use it from outside the source tree."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -9,6 +10,10 @@ import unittest
 import zipfile
 
 import tensorflow as tf
+
+# The folder of the installed TensorFlow's op libraries in the wheel.
+_GLUE = "tf" + "_".join(tf.__version__.split(".")[:2])
+_OPS = "tensorflow_customops/python/ops/"
 
 
 def _clean_env():
@@ -127,7 +132,38 @@ class PipWheelTest(unittest.TestCase):
         )
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("TensorFlow 2.99.0 is installed", result.stderr)
-        self.assertIn(f"built against TensorFlow {tf.__version__}", result.stderr)
+        minor = ".".join(tf.__version__.split(".")[:2])
+        self.assertRegex(
+            result.stderr, rf"has op libraries for TensorFlow [0-9., ]*{minor}"
+        )
+        self.assertIn("tools/build_wheel.sh --installed-only", result.stderr)
+
+    def test_system_library_floor(self):
+        # The floor is set by what the libraries import: GLIBCXX_3.4.21 (gcc
+        # 5's C++11-ABI std::string, which TensorFlow's ABI flag requires;
+        # newer versions gcc 12's headers bring are redirected by
+        # core/platform/libstdcxx_compat.cc) and glibc 2.17.
+        floors = {"GLIBC": (2, 17), "GLIBCXX": (3, 4, 21), "CXXABI": (1, 3, 9)}
+        ops = os.path.join(self.site_packages, _OPS)
+        libraries = [
+            os.path.join(folder, name)
+            for folder, _, names in os.walk(ops)
+            for name in names
+            if name.endswith(".so")
+        ]
+        self.assertGreaterEqual(len(libraries), 2)
+        for library in libraries:
+            symbols = subprocess.run(
+                ["objdump", "-T", library], check=True, capture_output=True, text=True
+            ).stdout
+            for family, version in re.findall(
+                r"\b(GLIBC|GLIBCXX|CXXABI)_([0-9.]+)", symbols
+            ):
+                self.assertLessEqual(
+                    tuple(int(v) for v in version.split(".")),
+                    floors[family],
+                    f"{library} needs {family}_{version}",
+                )
 
     def test_wheel_tags(self):
         # One wheel for every Python 3: the libraries link no libpython.
@@ -152,10 +188,15 @@ class PipWheelTest(unittest.TestCase):
     def test_wheel_holds_the_package_only(self):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
-        self.assertIn("tensorflow_customops/python/ops/_custom_ops.so", names)
-        self.assertIn("tensorflow_customops/python/ops/_custom_ops_core.so", names)
+        self.assertIn(f"{_OPS}{_GLUE}/_custom_ops.so", names)
+        self.assertIn(f"{_OPS}_custom_ops_core.so", names)
         if self.xla:
-            self.assertIn("tensorflow_customops/python/ops/_custom_ops_xla.so", names)
+            self.assertIn(f"{_OPS}{_GLUE}/_custom_ops_xla.so", names)
+        # The kernel core is the only op library outside a release's folder.
+        self.assertEqual(
+            [n for n in names if n.endswith(".so") and n.count("/") == 3],
+            [f"{_OPS}_custom_ops_core.so"],
+        )
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
         for name in names:
             self.assertTrue(
@@ -171,18 +212,19 @@ class PipWheelTest(unittest.TestCase):
         # The op library needs TensorFlow's framework library only; the XLA
         # library also needs libtensorflow_cc, which holds XLA's op registry.
         libraries = {
-            "_custom_ops.so": ["libtensorflow_framework.so.2", "_custom_ops_core.so"],
+            f"{_GLUE}/_custom_ops.so": [
+                "libtensorflow_framework.so.2",
+                "_custom_ops_core.so",
+            ],
             "_custom_ops_core.so": [],
         }
         if self.xla:
-            libraries["_custom_ops_xla.so"] = [
+            libraries[f"{_GLUE}/_custom_ops_xla.so"] = [
                 "libtensorflow_framework.so.2",
                 "libtensorflow_cc.so.2",
             ]
         for name, needed in libraries.items():
-            library = os.path.join(
-                self.site_packages, "tensorflow_customops", "python", "ops", name
-            )
+            library = os.path.join(self.site_packages, _OPS, name)
             dynamic = subprocess.run(
                 ["readelf", "--dynamic", library],
                 check=True,
@@ -193,7 +235,7 @@ class PipWheelTest(unittest.TestCase):
                 self.assertIn(dependency, dynamic, name)
             # What makes the py3-none tag true.
             self.assertNotIn("libpython", dynamic, name)
-            if name != "_custom_ops_xla.so":
+            if not name.endswith("_custom_ops_xla.so"):
                 self.assertNotIn("libtensorflow_cc", dynamic)
             if name == "_custom_ops_core.so":
                 self.assertNotIn("libtensorflow", dynamic)

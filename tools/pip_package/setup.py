@@ -49,11 +49,9 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     packages=setuptools.find_packages(exclude=["*.kernel_tests", "*.kernel_tests.*"]),
     package_data={
-        "tensorflow_customops.python.ops": [
-            "_custom_ops.so",
-            "_custom_ops_core.so",
-            "_custom_ops_xla.so",
-        ]
+        # The kernel core, and a folder of op libraries per TensorFlow
+        # release.
+        "tensorflow_customops.python.ops": ["_custom_ops_core.so", "tf*/*.so"]
     },
     # No requirement on TensorFlow: it comes as tensorflow, tensorflow-cpu or
     # a build of one's own, and pip must never replace the one installed.

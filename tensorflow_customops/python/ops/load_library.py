@@ -25,12 +25,13 @@ LIBRARY_NAME = "_custom_ops.so"
 XLA_LIBRARY_NAME = "_custom_ops_xla.so"
 _BUILD_COMMAND = (
     "build tensorflow_customops for the installed TensorFlow with "
-    "`tools/build_wheel.sh` in a checkout of the repository (it keeps the "
-    "installed TensorFlow)"
+    "`tools/build_wheel.sh --installed-only` in a checkout of the repository "
+    "(it keeps the installed TensorFlow)"
 )
 # Development and nightly builds share a version's major.minor but not its
 # C++ ABI.
 _DEV_MARKERS = ("dev", "nightly")
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class LibraryLoadError(ImportError):
@@ -38,32 +39,53 @@ class LibraryLoadError(ImportError):
 
 
 def _major_minor(version):
-    return tuple(version.split(".")[:2])
+    return ".".join(version.split(".")[:2])
 
 
-def supported_releases(built_against):
+def _release_key(release):
+    return tuple(int(part) for part in release.split("."))
+
+
+def glue_folders(here=_HERE):
+    """TensorFlow release (major.minor) -> the folder of its op libraries.
+
+    A wheel has one folder tfM_N per release (tfco_release_glues); a Bazel
+    build also has, beside this file, the one for the TensorFlow it was
+    configured with.
+    """
+    folders = {}
+    if os.path.exists(os.path.join(here, LIBRARY_NAME)):
+        folders[_major_minor(_build_info.TF_VERSION)] = here
+    for entry in os.listdir(here):
+        path = os.path.join(here, entry, LIBRARY_NAME)
+        if entry.startswith("tf") and os.path.exists(path):
+            folders[entry[2:].replace("_", ".")] = os.path.dirname(path)
+    return dict(sorted(folders.items(), key=lambda item: _release_key(item[0])))
+
+
+def supported_releases():
     """The TensorFlow releases (major.minor) this copy has an op library for."""
-    return [".".join(_major_minor(built_against))]
+    return list(glue_folders())
 
 
-def check_tensorflow_version(installed, built_against):
-    """Raises LibraryLoadError unless TensorFlow `installed` is a release this
-    copy, built against TensorFlow `built_against`, supports.
+def check_tensorflow_version(installed, supported):
+    """Raises LibraryLoadError unless TensorFlow `installed` is one of the
+    `supported` releases (major.minor).
 
     TensorFlow keeps its C++ ABI within a minor release only, and not even
     there for development builds.
     """
-    supported = supported_releases(built_against)
     dev = any(marker in installed for marker in _DEV_MARKERS)
-    if not dev and ".".join(_major_minor(installed)) in supported:
+    if not dev and _major_minor(installed) in supported:
         return
     kind = "a development build" if dev else "not a supported release"
+    names = ", ".join(supported) or "none (no op library was found)"
+    newest = supported[-1] if supported else _major_minor(_build_info.TF_VERSION)
     raise LibraryLoadError(
         f"TensorFlow {installed} is installed, which is {kind}: this copy of "
-        f"tensorflow_customops supports TensorFlow {', '.join(supported)} (built "
-        f"against TensorFlow {built_against}). Install a supported release "
-        f"(`pip install 'tensorflow=={supported[-1]}.*'`, or tensorflow-cpu), or "
-        f"{_BUILD_COMMAND}."
+        f"tensorflow_customops has op libraries for TensorFlow {names}. Install "
+        f"a supported release (`pip install 'tensorflow=={newest}.*'`, or "
+        f"tensorflow-cpu), or {_BUILD_COMMAND}."
     )
 
 
@@ -79,14 +101,24 @@ def check_abi_flag(installed, built_against):
         )
 
 
-def library_path(name=LIBRARY_NAME):
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
-
-
-def load_from(path, built_against):
-    """Loads the op library at `path`, built against TensorFlow `built_against`."""
-    check_tensorflow_version(tf.__version__, built_against)
+@functools.cache
+def _glue_folder():
+    """The installed TensorFlow's folder of op libraries; checks the version
+    first, so that no library built for another release is ever loaded, and
+    picks one folder per process."""
+    folders = glue_folders()
+    check_tensorflow_version(tf.__version__, list(folders))
     check_abi_flag(tf.sysconfig.CXX11_ABI_FLAG, _build_info.CXX11_ABI_FLAG)
+    return folders[_major_minor(tf.__version__)]
+
+
+def library_path(name=LIBRARY_NAME):
+    """Path of the op library `name` for the installed TensorFlow."""
+    return os.path.join(_glue_folder(), name)
+
+
+def load_from(path):
+    """Loads the op library at `path`."""
     if not os.path.exists(path):
         raise LibraryLoadError(
             f"The tensorflow_customops op library is missing: {path} does not exist. "
@@ -98,9 +130,8 @@ def load_from(path, built_against):
         return tf.load_op_library(path)
     except (tf.errors.NotFoundError, OSError) as e:
         raise LibraryLoadError(
-            f"Could not load {path}, built against TensorFlow {built_against} "
-            f"(installed: {tf.__version__}): {e}. Reinstall tensorflow_customops, "
-            f"or {_BUILD_COMMAND}."
+            f"Could not load {path} (installed TensorFlow: {tf.__version__}): {e}. "
+            f"Reinstall tensorflow_customops, or {_BUILD_COMMAND}."
         ) from e
 
 
@@ -117,7 +148,7 @@ def load_op_library():
 
 @functools.cache
 def _load_ops():
-    return load_from(library_path(), _build_info.TF_VERSION)
+    return load_from(library_path())
 
 
 def _has_xla_kernel(op_name):

@@ -20,24 +20,22 @@ class LoadLibraryTest(tf.test.TestCase):
         for name in names:
             self.assertTrue(name.startswith("CustomOps>"), name)
 
-    def test_version_mismatch_names_both_versions_and_the_fix(self):
+    def test_version_mismatch_names_the_supported_releases_and_the_fix(self):
         with self.assertRaises(load_library.LibraryLoadError) as ctx:
-            load_library.check_tensorflow_version("2.20.1", "2.21.0")
+            load_library.check_tensorflow_version("2.11.1", ["2.12", "2.21"])
         message = str(ctx.exception)
-        self.assertIn("TensorFlow 2.20.1 is installed", message)
+        self.assertIn("TensorFlow 2.11.1 is installed", message)
         self.assertIn("not a supported release", message)
-        self.assertIn(
-            "supports TensorFlow 2.21 (built against TensorFlow 2.21.0)", message
-        )
+        self.assertIn("has op libraries for TensorFlow 2.12, 2.21.", message)
         self.assertIn("pip install 'tensorflow==2.21.*'", message)
-        self.assertIn("tools/build_wheel.sh", message)
+        self.assertIn("`tools/build_wheel.sh --installed-only`", message)
         self.assertIn("keeps the installed TensorFlow", message)
         # A LibraryLoadError is an ImportError, so `import` failures look normal.
         self.assertIsInstance(ctx.exception, ImportError)
 
     def test_major_version_mismatch(self):
         with self.assertRaisesRegex(load_library.LibraryLoadError, "3.0.0"):
-            load_library.check_tensorflow_version("3.0.0", "2.21.0")
+            load_library.check_tensorflow_version("3.0.0", ["2.21"])
 
     def test_development_builds_are_refused(self):
         # tf-nightly and source builds of a minor do not keep its ABI.
@@ -45,11 +43,30 @@ class LoadLibraryTest(tf.test.TestCase):
             with self.assertRaisesRegex(
                 load_library.LibraryLoadError, "is a development build"
             ):
-                load_library.check_tensorflow_version(version, "2.21.0")
+                load_library.check_tensorflow_version(version, ["2.21"])
 
     def test_patch_releases_are_compatible(self):
-        load_library.check_tensorflow_version("2.21.3", "2.21.0")
-        load_library.check_tensorflow_version("2.21.0rc1", "2.21.0")
+        load_library.check_tensorflow_version("2.21.3", ["2.21"])
+        load_library.check_tensorflow_version("2.21.0rc1", ["2.21"])
+        load_library.check_tensorflow_version("2.12.0", ["2.12", "2.21"])
+
+    def test_each_release_folder_is_found_and_sorted(self):
+        here = self.get_temp_dir()
+        for folder in ("tf2_9", "tf2_21", "tf2_12", "tf2_13", "not_a_glue"):
+            os.makedirs(os.path.join(here, folder))
+            if folder != "tf2_13":
+                with open(os.path.join(here, folder, "_custom_ops.so"), "w"):
+                    pass
+        folders = load_library.glue_folders(here)
+        self.assertEqual(list(folders), ["2.9", "2.12", "2.21"])
+        self.assertEqual(folders["2.12"], os.path.join(here, "tf2_12"))
+
+    def test_this_build_supports_the_installed_release(self):
+        release = ".".join(tf.__version__.split(".")[:2])
+        self.assertIn(release, load_library.supported_releases())
+        self.assertEqual(
+            os.path.basename(load_library.library_path()), load_library.LIBRARY_NAME
+        )
 
     def test_abi_flag_mismatch(self):
         with self.assertRaisesRegex(
@@ -60,16 +77,25 @@ class LoadLibraryTest(tf.test.TestCase):
         load_library.check_abi_flag(1, 1)
 
     def test_mismatch_is_checked_before_loading(self):
-        # A library built for another release must not even be dlopen()ed.
-        with self.assertRaisesRegex(load_library.LibraryLoadError, "is installed"):
-            load_library.load_from("/nonexistent/_custom_ops.so", "1.15.0")
+        # A library built for another release must not even be dlopen()ed:
+        # the folder is chosen (and the version checked) before any path.
+        load_library._glue_folder.cache_clear()
+        try:
+            with mock.patch.object(tf, "__version__", "1.15.0"):
+                with self.assertRaisesRegex(
+                    load_library.LibraryLoadError, "TensorFlow 1.15.0 is installed"
+                ):
+                    load_library.library_path()
+        finally:
+            load_library._glue_folder.cache_clear()
+        self.assertTrue(os.path.exists(load_library.library_path()))
 
     def test_missing_library(self):
         path = os.path.join(self.get_temp_dir(), "_custom_ops.so")
         with self.assertRaisesRegex(
             load_library.LibraryLoadError, r"op library is missing.*bazel build"
         ):
-            load_library.load_from(path, tf.__version__)
+            load_library.load_from(path)
 
     def test_corrupt_library(self):
         path = os.path.join(self.get_temp_dir(), "corrupt.so")
@@ -78,7 +104,7 @@ class LoadLibraryTest(tf.test.TestCase):
         with self.assertRaisesRegex(
             load_library.LibraryLoadError, r"Could not load .*corrupt\.so.*Reinstall"
         ):
-            load_library.load_from(path, tf.__version__)
+            load_library.load_from(path)
 
     def test_xla_library_that_does_not_load_leaves_the_ops_working(self):
         path = os.path.join(self.get_temp_dir(), "corrupt_xla.so")
@@ -110,6 +136,7 @@ class LoadLibraryTest(tf.test.TestCase):
             {
                 "version",
                 "tf_version",
+                "tf_releases",
                 "cxx11_abi_flag",
                 "cxx_standard",
                 "cuda",
@@ -122,6 +149,7 @@ class LoadLibraryTest(tf.test.TestCase):
         self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_version"], tf.__version__)
+        self.assertIn(".".join(tf.__version__.split(".")[:2]), info["tf_releases"])
         self.assertEqual(
             f"-D_GLIBCXX_USE_CXX11_ABI={info['cxx11_abi_flag']}",
             [

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the built wheel's smoke (tools/pip_package/wheel_smoke.py) against each
+# TensorFlow release, each in a virtualenv of its own with the newest Python
+# that release supports and nothing but `pip install tensorflow==M.N.*` and
+# the wheel; prints one table row per release.
+#
+#   tools/wheel_matrix.sh [WHEEL] [RELEASE...]     (default: dist/'s newest, every release)
+#
+# The virtualenvs are kept in ~/.cache/tensorflow_customops/venvs (or
+# $TFCO_VENV_CACHE) and reused. An interpreter is found as pythonX.Y on PATH
+# or under pyenv; a release whose Python is missing is reported, not run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root="${PWD}"
+wheel="${1:-$(ls -t dist/tensorflow_customops-*.whl 2>/dev/null | head -n 1)}"
+[[ $# -gt 0 ]] && shift
+if [[ ! -f "${wheel}" ]]; then
+  echo "usage: $0 [WHEEL] [RELEASE...]; build the wheel with tools/build_wheel.sh" >&2
+  exit 2
+fi
+wheel="$(realpath "${wheel}")"
+releases=("$@")
+if ((${#releases[@]} == 0)); then
+  read -ra releases <<<"$(python3 -c \
+    "exec(open('third_party/tf/releases.bzl').read()); print(' '.join(TF_RELEASES))")"
+fi
+cache="${TFCO_VENV_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/tensorflow_customops/venvs}"
+mkdir -p "${cache}"
+
+# The newest CPython each release has wheels for.
+newest_python() {
+  case "$1" in
+    2.12 | 2.13 | 2.14 | 2.15) echo 3.11 ;;
+    2.16 | 2.17 | 2.18 | 2.19) echo 3.12 ;;
+    *) echo 3.13 ;;
+  esac
+}
+
+find_python() {
+  command -v "python$1" 2>/dev/null && return
+  local pyenv
+  for pyenv in "${PYENV_ROOT:-${HOME}/.pyenv}"/versions/"$1".*/bin/python"$1"; do
+    [[ -x "${pyenv}" ]] && echo "${pyenv}" && return
+  done
+  return 1
+}
+
+failed=0
+rows=()
+for release in "${releases[@]}"; do
+  version="$(newest_python "${release}")"
+  if ! python="$(find_python "${version}")"; then
+    rows+=("| ${release} | ${version} | - | Python ${version} not found |")
+    failed=$((failed + 1))
+    continue
+  fi
+  venv="${cache}/tf${release}-py${version}"
+  if [[ ! -x "${venv}/bin/python" ]] || ! "${venv}/bin/python" -c "import tensorflow" 2>/dev/null; then
+    rm -rf "${venv}"
+    "${python}" -m venv "${venv}" &&
+      "${venv}/bin/pip" install --quiet --disable-pip-version-check "tensorflow==${release}.*" ||
+      { rows+=("| ${release} | ${version} | - | pip install tensorflow failed |"); failed=$((failed + 1)); continue; }
+  fi
+  "${venv}/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "${wheel}"
+  tf_version="$("${venv}/bin/python" -c "import tensorflow as tf; print(tf.__version__)" 2>/dev/null)"
+  log="${cache}/tf${release}-py${version}.log"
+  (cd "${cache}" && TF_CPP_MIN_LOG_LEVEL=2 "${venv}/bin/python" \
+    "${root}/tools/pip_package/wheel_smoke.py") >"${log}" 2>&1
+  status=$?
+  summary="$(tail -n 1 "${log}")"
+  echo "=== TensorFlow ${tf_version} on Python ${version}: ${summary} (log: ${log})"
+  ((status == 0)) || { failed=$((failed + 1)); grep -E "^FAIL" "${log}" | head -n 20; }
+  rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} |")
+done
+echo
+echo "| release | Python | TensorFlow | wheel_smoke.py |"
+echo "| --- | --- | --- | --- |"
+printf '%s\n' "${rows[@]}"
+((failed == 0))
