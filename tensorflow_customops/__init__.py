@@ -3,7 +3,7 @@ project for writing custom ops.
 
     import tensorflow_customops as tfco
     tfco.zero_out([[1, 2], [3, 4]])
-    tfco.layers.RoIAlign(output_size=7)  # Keras 3 layers
+    tfco.layers.RoIAlign(output_size=7)  # Keras layers
 """
 
 from tensorflow_customops.python.keras import layers

@@ -1,1 +1,1 @@
-"""Keras 3 layers over the custom ops."""
+"""Keras layers over the custom ops."""

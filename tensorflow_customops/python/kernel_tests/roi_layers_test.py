@@ -164,13 +164,13 @@ class RoiLayersTest(tf.test.TestCase):
         )
         self.assertAllEqual(layer([features, _ROIS]), expected)
 
-    def test_data_format_defaults_to_keras_config(self):
+    def test_data_format_defaults_to_image_data_format(self):
         for image_data_format, expected in (
             ("channels_first", "NCHW"),
             ("channels_last", "NHWC"),
         ):
             with mock.patch.object(
-                keras.config, "image_data_format", return_value=image_data_format
+                keras.backend, "image_data_format", return_value=image_data_format
             ):
                 for cls, kwargs in _LAYERS:
                     self.assertEqual(cls(**kwargs).data_format, expected)

@@ -1,4 +1,4 @@
-"""Keras 3 layers: `tfco.layers.RoIPool`, `RoIAlign`, `PSRoIPool`, `PSRoIAlign`,
+"""Keras layers: `tfco.layers.RoIPool`, `RoIAlign`, `PSRoIPool`, `PSRoIAlign`,
 `MultiScaleRoIAlign`."""
 
 from tensorflow_customops.python.keras.layers.roi_layers import (

@@ -1,5 +1,9 @@
-"""Keras 3 layers over the RoI ops: RoIPool, RoIAlign, PSRoIPool, PSRoIAlign,
+"""Keras layers over the RoI ops: RoIPool, RoIAlign, PSRoIPool, PSRoIAlign,
 MultiScaleRoIAlign.
+
+They subclass the installed `keras`: Keras 3 from TensorFlow 2.16, Keras 2
+(the one `tf.keras` is) on TensorFlow 2.12 to 2.15, so they go into models of
+either. Only APIs both Keras versions have are used, except where noted.
 
 Each layer is called on `[features, boxes]` or `[features, boxes, box_counts]`
 (MultiScaleRoIAlign on `[[features per level], boxes, ...]`). For training
@@ -92,7 +96,7 @@ class _RoILayer(keras.layers.Layer):
         self.supports_jit = load_library.xla_status()[0]
         self.output_size = roi_ops.check_size(output_size)
         self.data_format = roi_ops.check_data_format(
-            keras.config.image_data_format() if data_format is None else data_format
+            keras.backend.image_data_format() if data_format is None else data_format
         )
 
     def _op_kwargs(self):
@@ -153,6 +157,8 @@ class _RoILayer(keras.layers.Layer):
         return (*leading, channels, height, width)
 
     def compute_output_spec(self, inputs):
+        # Keras 3's symbolic call; Keras 2 traces `call` on its own symbolic
+        # tensors instead and never calls this.
         parts = self._split(inputs)
         shapes = [
             [f.shape for f in x] if isinstance(x, (list, tuple)) else x.shape
@@ -231,7 +237,7 @@ _ARGS_DOC = """
       spatial_scale: Factor from box coordinates to feature-map coordinates.{sampling}
       data_format: `"channels_last"` (NHWC) or `"channels_first"` (NCHW), for
         both features and the output; TensorFlow's `"NHWC"`/`"NCHW"` work too.
-        Defaults to `keras.config.image_data_format()`.
+        Defaults to `keras.backend.image_data_format()`.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
 """
 _PS_DOC = "; the features' channels must be\n        divisible by `height * width`"
@@ -246,14 +252,14 @@ def _layer_doc(summary, ps=False, aligned=None):
     return summary + _ARGS_DOC.format(ps=_PS_DOC if ps else "", sampling=sampling)
 
 
-@keras.saving.register_keras_serializable(package="tfco")
+@keras.utils.register_keras_serializable(package="tfco")
 class RoIPool(_SingleScaleLayer):
     __doc__ = _layer_doc("RoI max pooling, as `tfco.roi_pool`.\n")
     _op = staticmethod(roi_ops.roi_pool)
     _default_name = "roi_pool"
 
 
-@keras.saving.register_keras_serializable(package="tfco")
+@keras.utils.register_keras_serializable(package="tfco")
 class PSRoIPool(_SingleScaleLayer):
     __doc__ = _layer_doc(
         "Position-sensitive RoI average pooling, as `tfco.ps_roi_pool`.\n", ps=True
@@ -263,7 +269,7 @@ class PSRoIPool(_SingleScaleLayer):
     _position_sensitive = True
 
 
-@keras.saving.register_keras_serializable(package="tfco")
+@keras.utils.register_keras_serializable(package="tfco")
 class RoIAlign(_SamplingLayer):
     __doc__ = _layer_doc(
         "RoI Align, as `tfco.roi_align`.\n", aligned="False; use True for new models"
@@ -273,7 +279,7 @@ class RoIAlign(_SamplingLayer):
     _default_aligned = False
 
 
-@keras.saving.register_keras_serializable(package="tfco")
+@keras.utils.register_keras_serializable(package="tfco")
 class PSRoIAlign(_SamplingLayer):
     __doc__ = _layer_doc(
         "Position-sensitive RoI Align, as `tfco.ps_roi_align`.\n",
@@ -286,7 +292,7 @@ class PSRoIAlign(_SamplingLayer):
     _default_aligned = True
 
 
-@keras.saving.register_keras_serializable(package="tfco")
+@keras.utils.register_keras_serializable(package="tfco")
 class MultiScaleRoIAlign(_RoILayer):
     """RoI Align over a feature pyramid, as `tfco.multi_scale_roi_align`.
 
