@@ -12,17 +12,19 @@
 # on the installed wheel, from outside the repository. --installed-only
 # builds for the installed TensorFlow alone (the fast developer loop, and
 # the way to build for a TensorFlow no wheel supports); --releases picks the
-# other releases. Set PYTHON to build for another environment's TensorFlow.
+# other releases. Set PYTHON to build for another environment's TensorFlow
+# (tools/setup.sh says which interpreter is used otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
-PYTHON="${PYTHON:-python3}"
 releases=all
 case "${1:-}" in
   --installed-only) releases=""; shift ;;
   --releases) releases="$2"; shift 2 ;;
 esac
 tools/setup.sh
+# The interpreter set-up chose (PYTHON, python3, or the virtualenv it made).
+PYTHON="$(sed -n 's/^build --action_env=PYTHON_BIN_PATH=//p' .tf_configure.bazelrc)"
 installed="$(sed -n 's/^build --repo_env=TF_VERSION=\([0-9]*\.[0-9]*\).*/\1/p' .tf_configure.bazelrc)"
 others=()
 if [[ -n "${releases}" ]]; then

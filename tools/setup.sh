@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine to build and test tensorflow_customops, and
 # is safe to run again: Debian's Bazel and clang-format, the pinned Python
-# packages (TensorFlow only if none is installed), then tools/configure.py.
-# Set PYTHON to use another interpreter.
+# packages (TensorFlow only if none is installed), then tools/configure.py,
+# which records the interpreter for Bazel and the other scripts.
+# Set PYTHON to use another interpreter. Without it, python3 is used unless
+# it is a distribution's Python that refuses pip installs (PEP 668, as on
+# Debian 12): then a virtualenv, .venv in the repository, is made and used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
+if [[ -z "${PYTHON:-}" ]]; then
+  PYTHON=python3
+  if [[ -x .venv/bin/python ]]; then
+    PYTHON="${PWD}/.venv/bin/python"
+  elif python3 -c "import os, sys, sysconfig; sys.exit(not (sys.prefix == sys.base_prefix and
+      os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED'))))"; then
+    python3 -m venv .venv 2>/dev/null || {
+      echo "setup: python3 is externally managed and cannot make a virtualenv:" \
+        "install python3-venv (apt-get install python3-venv), or set PYTHON" >&2
+      exit 1
+    }
+    PYTHON="${PWD}/.venv/bin/python"
+  fi
+fi
 
 missing=()
 command -v bazel >/dev/null || missing+=(bazel-bootstrap)
