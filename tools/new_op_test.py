@@ -6,13 +6,16 @@ compiles its XLA lowering. So the template cannot drift from the repository.
 Where nvcc is installed, its GPU kernel and GPU check runner are compiled too.
 
 Bazel runs inside this test (it keeps its output under TEST_TMPDIR), so the
-test is tagged `local` and reads the source tree through its own runfile.
+test is tagged `local` and reads the source tree through its own runfile. It
+runs with the PATH of the outer build's actions, so the outputs that do not
+depend on the new op come from the disk cache (.bazelrc) that build filled.
 """
 
 import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 _NAME = "scaffold_probe"
@@ -32,6 +35,13 @@ _TARGETS = [
 def _source_tree():
     """The repository this test's file comes from (runfiles are symlinks)."""
     return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _action_path():
+    """The PATH of the outer build's actions (tools:action_path); the one
+    this test sees may differ (pyenv's shims prepend to it)."""
+    with open(os.path.join(os.path.dirname(__file__), "action_path.txt")) as f:
+        return f.read().strip()
 
 
 def _copy_tree(source, destination):
@@ -55,14 +65,22 @@ class NewOpTest(unittest.TestCase):
     def setUp(self):
         self.repo = os.path.join(os.environ["TEST_TMPDIR"], "repo")
         _copy_tree(_source_tree(), self.repo)
+        self.env = dict(os.environ, PATH=_action_path())
 
     def tearDown(self):
-        subprocess.run(["bazel", "shutdown"], cwd=self.repo, check=False)
+        subprocess.run(["bazel", "shutdown"], cwd=self.repo, env=self.env, check=False)
 
     def _run(self, *command):
+        start = time.monotonic()
         result = subprocess.run(
-            command, cwd=self.repo, capture_output=True, text=True, check=False
+            command,
+            cwd=self.repo,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
+        print(f"{' '.join(command)}: {time.monotonic() - start:.0f} s", flush=True)
         self.assertEqual(
             result.returncode,
             0,
