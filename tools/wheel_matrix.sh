@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the built wheel's smoke (tools/pip_package/wheel_smoke.py) against each
-# TensorFlow release, each in a virtualenv of its own with the newest Python
-# that release supports and nothing but `pip install tensorflow==M.N.*` and
-# the wheel; prints one table row per release.
+# Runs the built wheel's smoke (tools/pip_package/wheel_smoke.py) and the
+# GraphDef compatibility tests (core/ops/compat: the spec history check and
+# the golden replay) against each TensorFlow release, each in a virtualenv of
+# its own with the newest Python that release supports and nothing but
+# `pip install tensorflow==M.N.*`, the wheel, and hypothesis (which the
+# compat tests' op registry uses); prints one table row per release.
 #
 #   tools/wheel_matrix.sh [WHEEL] [RELEASE...]     (default: dist/'s newest, every release)
 #
@@ -45,12 +47,23 @@ find_python() {
   return 1
 }
 
+# The compat tests import the installed package plus the repository's compat
+# and registry modules, which the wheel leaves out; they read the history and
+# goldens from the repository.
+compat_path() {
+  local site="$1" overlay="$2"
+  rm -rf "${overlay}" && mkdir -p "${overlay}"
+  cp -r "${site}/tensorflow_customops" "${overlay}/"
+  (cd "${root}" && git ls-files 'tensorflow_customops/core/*.py' 'tensorflow_customops/python/registry/*.py' |
+    grep -v '_test.py$' | xargs cp --parents -t "${overlay}")
+}
+
 failed=0
 rows=()
 for release in "${releases[@]}"; do
   version="$(newest_python "${release}")"
   if ! python="$(find_python "${version}")"; then
-    rows+=("| ${release} | ${version} | - | Python ${version} not found |")
+    rows+=("| ${release} | ${version} | - | Python ${version} not found | |")
     failed=$((failed + 1))
     continue
   fi
@@ -59,8 +72,10 @@ for release in "${releases[@]}"; do
     rm -rf "${venv}"
     "${python}" -m venv "${venv}" &&
       "${venv}/bin/pip" install --quiet --disable-pip-version-check "tensorflow==${release}.*" ||
-      { rows+=("| ${release} | ${version} | - | pip install tensorflow failed |"); failed=$((failed + 1)); continue; }
+      { rows+=("| ${release} | ${version} | - | pip install tensorflow failed | |"); failed=$((failed + 1)); continue; }
   fi
+  "${venv}/bin/pip" install --quiet --disable-pip-version-check \
+    "$(grep '^hypothesis==' tools/requirements.txt)"
   "${venv}/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "${wheel}"
   tf_version="$("${venv}/bin/python" -c "import tensorflow as tf; print(tf.__version__)" 2>/dev/null)"
   log="${cache}/tf${release}-py${version}.log"
@@ -70,10 +85,21 @@ for release in "${releases[@]}"; do
   summary="$(tail -n 1 "${log}")"
   echo "=== TensorFlow ${tf_version} on Python ${version}: ${summary} (log: ${log})"
   ((status == 0)) || { failed=$((failed + 1)); grep -E "^FAIL" "${log}" | head -n 20; }
-  rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} |")
+  site="$("${venv}/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")"
+  compat_path "${site}" "${cache}/compat-tf${release}"
+  compat="passed"
+  for test in old_spec_test golden_replay_test; do
+    if ! PYTHONPATH="${cache}/compat-tf${release}" TF_CPP_MIN_LOG_LEVEL=2 "${venv}/bin/python" \
+      "tensorflow_customops/core/ops/compat/${test}.py" >>"${log}" 2>&1; then
+      compat="${test} failed"
+      failed=$((failed + 1))
+      echo "=== ${test} failed on TensorFlow ${tf_version} (log: ${log})"
+    fi
+  done
+  rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} | ${compat} |")
 done
 echo
-echo "| release | Python | TensorFlow | wheel_smoke.py |"
-echo "| --- | --- | --- | --- |"
+echo "| release | Python | TensorFlow | wheel_smoke.py | compat tests |"
+echo "| --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
 ((failed == 0))
