@@ -62,7 +62,7 @@ _WHEEL_RELEASES = "//third_party/tf:wheel_releases"
 INSTALLED_RELEASE = ".".join(TF_VERSION.split(".")[:2])
 _EIGEN_HEADERS = "@local_config_tf//:eigen_header_lib"
 _CORE_EXPORTS = "//tensorflow_customops/core/kernels:core_exports.lds"
-_CUDART = "@local_config_tf//:cudart_static"
+_CUDART = "//tensorflow_customops/core/platform:cudart"
 _CUDA_ONLY = select({
     _USING_CUDA: [],
     "//conditions:default": ["@platforms//:incompatible"],
@@ -641,4 +641,45 @@ def tfco_release_glues(name, libs):
         exports = [_TF_EXPORTS],
         installed_libs = libs,
         installed_exports = [_TF_EXPORTS],
+    )
+
+def tfco_cudart_library(name, **kwargs):
+    """The CUDA runtime, linked statically, with its calls into glibc bound
+    to versions glibc 2.17 has (tools/glibc_compat.py says why), so that the
+    kernel core keeps the glibc floor of the rest of the wheel.
+
+    Args:
+      name: target name.
+      **kwargs: passed to cc_library (visibility, ...).
+    """
+    native.genrule(
+        name = name + "_glibc_compat",
+        srcs = ["@local_config_tf//:cudart_static_archive"],
+        outs = [name + "_glibc_compat.a", name + "_glibc_compat.S"],
+        cmd = " ".join([
+            PYTHON_BIN_PATH,
+            "$(location //tools:glibc_compat.py)",
+            "$(location @local_config_tf//:cudart_static_archive)",
+            "$$($(CC) -print-file-name=libc.so.6)",
+            "2.17",
+            "$(location %s_glibc_compat.a) $(location %s_glibc_compat.S)" % (name, name),
+        ]),
+        tools = ["//tools:glibc_compat.py"],
+        toolchains = ["@bazel_tools//tools/cpp:current_cc_toolchain"],
+        tags = ["manual"],
+    )
+    native.cc_library(
+        name = name,
+        srcs = [name + "_glibc_compat.a", name + "_glibc_compat.S"],
+        # On a glibc older than 2.34 the rebound functions live in these.
+        linkopts = [
+            "-Wl,--push-state,--no-as-needed",
+            "-l:libpthread.so.0",
+            "-l:libdl.so.2",
+            "-l:librt.so.1",
+            "-Wl,--pop-state",
+        ],
+        alwayslink = 1,
+        target_compatible_with = _CUDA_ONLY,
+        **kwargs
     )

@@ -101,6 +101,11 @@ filegroup(
     srcs = glob(["lib/*"]),
 )
 
+filegroup(
+    name = "cudart_static_archive",
+    srcs = glob(["cuda/lib64/libcudart_static.a"]),
+)
+
 cc_library(
     name = "cudart_static",
     srcs = glob(["cuda/lib64/libcudart_static.a"]),

@@ -142,7 +142,8 @@ class PipWheelTest(unittest.TestCase):
         # The floor is set by what the libraries import: GLIBCXX_3.4.21 (gcc
         # 5's C++11-ABI std::string, which TensorFlow's ABI flag requires;
         # newer versions gcc 12's headers bring are redirected by
-        # core/platform/libstdcxx_compat.cc) and glibc 2.17.
+        # core/platform/libstdcxx_compat.cc) and glibc 2.17 (the CUDA
+        # runtime's calls are rebound by tools/glibc_compat.py).
         floors = {"GLIBC": (2, 17), "GLIBCXX": (3, 4, 21), "CXXABI": (1, 3, 9)}
         ops = os.path.join(self.site_packages, _OPS)
         libraries = [

@@ -2,7 +2,7 @@
 
 #if GOOGLE_CUDA
 
-#include <mutex>
+#include <atomic>
 #include <string>
 
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
@@ -12,10 +12,11 @@ namespace customops {
 
 namespace {
 
-// Multiprocessor counts by device ordinal, queried once each.
+// Multiprocessor counts by device ordinal, 0 until queried. Threads that
+// race query the same value; an atomic, not std::call_once, because
+// call_once's pthread_once would raise the glibc floor (tools/glibc_compat.py).
 constexpr int kMaxDevices = 64;
-int multiprocessors[kMaxDevices];
-std::once_flag queried[kMaxDevices];
+std::atomic<int> multiprocessors[kMaxDevices];
 
 }  // namespace
 
@@ -31,11 +32,16 @@ GPUDevice::GPUDevice(void* stream) : stream_(stream) {
                 cudaGetErrorString(status));
     return;
   }
-  std::call_once(queried[device], [device] {
-    cudaDeviceGetAttribute(&multiprocessors[device],
-                           cudaDevAttrMultiProcessorCount, device);
-  });
-  if (multiprocessors[device] > 0) multiprocessors_ = multiprocessors[device];
+  if (multiprocessors[device].load() == 0) {
+    int count = 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount,
+                               device) == cudaSuccess) {
+      multiprocessors[device].store(count);
+    }
+  }
+  if (multiprocessors[device].load() > 0) {
+    multiprocessors_ = multiprocessors[device].load();
+  }
 }
 
 void ZeroGpuMemory(const GPUDevice& d, void* data, size_t bytes) {
