@@ -31,7 +31,9 @@ def undefined_names(archive):
         text=True,
         check=True,
     ).stdout
-    return {line.split()[0] for line in listed.splitlines() if line and not line.endswith(":")}
+    # Lines ending in ":" name the archive's members.
+    lines = [line for line in listed.splitlines() if line and not line.endswith(":")]
+    return {line.split()[0] for line in lines}
 
 
 def libc_versions(libc):
@@ -40,7 +42,9 @@ def libc_versions(libc):
         ["objdump", "-T", libc], capture_output=True, text=True, check=True
     ).stdout
     versions = {}
-    for match in re.finditer(r" DF \.text\s+\S+\s+(\(?)GLIBC_([0-9.]+)\)?\s+(\S+)$", table, re.M):
+    # A version in parentheses is not the default one.
+    pattern = r" DF \.text\s+\S+\s+(\(?)GLIBC_([0-9.]+)\)?\s+(\S+)$"
+    for match in re.finditer(pattern, table, re.M):
         hidden, version, name = match.groups()
         versions.setdefault(name, []).append((_version(version), not hidden))
     return versions
