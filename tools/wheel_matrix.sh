@@ -33,7 +33,7 @@ mkdir -p "${cache}"
 newest_python() {
   case "$1" in
     2.12 | 2.13 | 2.14 | 2.15) echo 3.11 ;;
-    2.16 | 2.17 | 2.18 | 2.19) echo 3.12 ;;
+    2.16 | 2.17 | 2.18) echo 3.12 ;;
     *) echo 3.13 ;;
   esac
 }
