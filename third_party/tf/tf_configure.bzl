@@ -177,7 +177,11 @@ def _tf_release_impl(ctx):
         ctx.symlink(folder.get_child("CXX11_ABI_FLAG"), "CXX11_ABI_FLAG")
         ctx.symlink(folder.get_child("VERSION"), "VERSION")
         missing = ""
+        tma = folder.get_child("include").get_child("xla").get_child("stream_executor")
+        tma = tma.get_child("gpu").get_child("tma_metadata.h")
+        needs_llvm_adt = tma.exists and '"llvm/ADT/' in ctx.read(tma)
     else:
+        needs_llvm_adt = False
         missing = ("TensorFlow %s's headers are not in the cache (%s): run " +
                    "`tools/fetch_tf_headers.py %s`, or tools/build_wheel.sh, which does.") % (
             release,
@@ -188,6 +192,8 @@ def _tf_release_impl(ctx):
         release = release,
         missing = missing,
         libs = repr(_RELEASE_LIBRARIES),
+        # 2.19's headers name LLVM classes the wheel lacks: see llvm_adt/.
+        extra_deps = repr(["@//third_party/tf:llvm_adt"] if needs_llvm_adt else []),
     ), executable = False)
 
 # What a glue links: each library is an empty stand-in with the real one's
@@ -210,6 +216,7 @@ cc_library(
     name = "tf_header_lib",
     hdrs = glob(["include/**"]) + [":cached.txt"],
     includes = ["include"],
+    deps = {extra_deps},
 )
 
 cc_library(
