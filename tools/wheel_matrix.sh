@@ -6,7 +6,10 @@
 # `pip install tensorflow==M.N.*`, the wheel, and hypothesis (which the
 # compat tests' op registry uses); prints one table row per release.
 #
-#   tools/wheel_matrix.sh [WHEEL] [RELEASE...]     (default: dist/'s newest, every release)
+#   tools/wheel_matrix.sh [WHEEL] [RELEASE[@PYTHON]...]
+#
+# (default: dist/'s newest wheel, every release; RELEASE@3.10 picks another
+# Python than the newest).
 #
 # The virtualenvs are kept in ~/.cache/tensorflow_customops/venvs (or
 # $TFCO_VENV_CACHE) and reused. An interpreter is found as pythonX.Y on PATH
@@ -33,13 +36,17 @@ mkdir -p "${cache}"
 newest_python() {
   case "$1" in
     2.12 | 2.13 | 2.14 | 2.15) echo 3.11 ;;
-    2.16 | 2.17 | 2.18) echo 3.12 ;;
+    2.16 | 2.17 | 2.18 | 2.19) echo 3.12 ;;
     *) echo 3.13 ;;
   esac
 }
 
 find_python() {
-  command -v "python$1" 2>/dev/null && return
+  local found
+  # pyenv's shims are on PATH for every version, and fail for one that is not
+  # selected: take a command only if it runs.
+  found="$(command -v "python$1" 2>/dev/null)" && "${found}" -c "" 2>/dev/null &&
+    echo "${found}" && return
   local pyenv
   for pyenv in "${PYENV_ROOT:-${HOME}/.pyenv}"/versions/"$1".*/bin/python"$1"; do
     [[ -x "${pyenv}" ]] && echo "${pyenv}" && return
@@ -61,7 +68,9 @@ compat_path() {
 failed=0
 rows=()
 for release in "${releases[@]}"; do
-  version="$(newest_python "${release}")"
+  version="${release#*@}"
+  release="${release%@*}"
+  [[ "${version}" == "${release}" ]] && version="$(newest_python "${release}")"
   if ! python="$(find_python "${version}")"; then
     rows+=("| ${release} | ${version} | - | Python ${version} not found | |")
     failed=$((failed + 1))
@@ -76,6 +85,13 @@ for release in "${releases[@]}"; do
   fi
   "${venv}/bin/pip" install --quiet --disable-pip-version-check \
     "$(grep '^hypothesis==' tools/requirements.txt)"
+  # The op registry the compat tests read imports ml_dtypes, which TensorFlow
+  # depends on only from 2.14; installed beside 2.12 and 2.13 with their numpy
+  # pinned, so that TensorFlow keeps the numpy it was installed with.
+  if ! "${venv}/bin/python" -c "import ml_dtypes" 2>/dev/null; then
+    "${venv}/bin/pip" install --quiet --disable-pip-version-check ml_dtypes \
+      "numpy==$("${venv}/bin/python" -c 'import numpy; print(numpy.__version__)')"
+  fi
   "${venv}/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "${wheel}"
   tf_version="$("${venv}/bin/python" -c "import tensorflow as tf; print(tf.__version__)" 2>/dev/null)"
   log="${cache}/tf${release}-py${version}.log"
