@@ -100,6 +100,14 @@ def _leading_dim(tensor, axis=0):
     return static if static is not None else tf.shape(tensor)[axis]
 
 
+def _check(condition, *data):
+    """An Assert op for graph mode. `data` must be strings and int32 tensors:
+    TensorFlow wraps an Assert with other data in a cond, and where shapes
+    known at trace time make its predicate constant, grappler's loop optimizer
+    logs a warning about the cond at every trace."""
+    return tf.debugging.Assert(condition, data)
+
+
 def _check_image_count(num_images, features):
     """Batched boxes name their images by position: their count must be N."""
     if features is None:
@@ -112,11 +120,14 @@ def _check_image_count(num_images, features):
                 f"{features_n}"
             )
         return []
+    features_n = tf.shape(features)[0]
     return [
-        tf.debugging.assert_equal(
-            tf.cast(num_images, tf.int64),
-            tf.shape(features, out_type=tf.int64)[0],
-            message="rois must hold boxes for as many images as features",
+        _check(
+            tf.equal(num_images, features_n),
+            "rois must hold boxes for as many images as features; images in rois "
+            "and in features:",
+            num_images,
+            features_n,
         )
     ]
 
@@ -134,7 +145,10 @@ def _flat_rois(rois, box_counts, features=None):
             raise ValueError(
                 f"RaggedTensor rois must have shape [N, None, 4], got {rois.shape}"
             )
-        checks = _check_image_count(_leading_dim(rois), features)
+        num_images = rois.shape[0]
+        if num_images is None:
+            num_images = rois.nrows(out_type=tf.int32)
+        checks = _check_image_count(num_images, features)
         index = tf.cast(rois.value_rowids(), tf.float32)[:, tf.newaxis]
         with tf.control_dependencies(checks):
             flat = tf.concat([index, tf.cast(rois.flat_values, tf.float32)], 1)
@@ -192,20 +206,29 @@ def _flat_batched_rois(rois, box_counts, features):
         raise TypeError(f"box_counts must be integers, got {box_counts.dtype.name}")
     if box_counts.shape.rank not in (None, 1):
         raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
+    # Counts are compared in int64, so that none wraps around, and shown
+    # saturated to int32 (see _check).
+    shown = tf.saturate_cast(box_counts, tf.int32)
     box_counts = tf.cast(box_counts, tf.int64)
     checks += [
-        tf.debugging.assert_equal(
-            tf.size(box_counts, out_type=tf.int64),
-            tf.cast(num_images, tf.int64),
-            message="box_counts must hold one count per image of rois",
+        _check(
+            tf.equal(tf.size(box_counts), num_images),
+            "box_counts must hold one count per image of rois; images in rois:",
+            num_images,
+            "box_counts:",
+            shown,
         ),
-        tf.debugging.assert_non_negative(
-            box_counts, message="box_counts must not be negative"
+        _check(
+            tf.reduce_all(box_counts >= 0),
+            "box_counts must not be negative:",
+            shown,
         ),
-        tf.debugging.assert_less_equal(
-            box_counts,
-            tf.cast(boxes_per_image, tf.int64),
-            message="box_counts must be at most rois.shape[1]",
+        _check(
+            tf.reduce_all(box_counts <= tf.cast(boxes_per_image, tf.int64)),
+            "box_counts must be at most rois.shape[1]:",
+            boxes_per_image,
+            "box_counts:",
+            shown,
         ),
     ]
     with tf.control_dependencies(checks):
