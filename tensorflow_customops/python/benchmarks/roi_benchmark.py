@@ -44,8 +44,8 @@ _OP_CASES = {
 # size, rounds); with box_counts, every other image holds 3/4 of its boxes.
 _BOX_FORMS = "box_forms"
 _BOX_FORM_CASES = {
-    "small": (2, 64, 32, 32, 7, 300),
-    "default": (2, 256, 64, 256, 7, 40),
+    "small": (2, 64, 32, 32, 7, 600),
+    "default": (2, 256, 64, 256, 7, 80),
 }
 _QUICK_BOX_FORM_CASES = {"quick": (2, 16, 16, 8, 7, 5)}
 # RoiAlign in reduced precision on the default case: tfco NHWC only.
