@@ -38,17 +38,19 @@ def build_info():
     Returns:
       A dict with keys `version`, `tf_version` (the TensorFlow the build was
       configured with), `tf_releases` (the TensorFlow releases, major.minor,
-      this copy has op libraries for), `cxx11_abi_flag`,
-      `cxx_standard`, `cuda` (whether GPU kernels were compiled in),
-      `cuda_capabilities`, `xla` (whether the XLA lowerings are loaded, so
-      the ops compile under jit_compile) and `xla_unavailable_reason` (why
-      not, or "").
+      this copy has op libraries for), `op_library` (the path of the installed
+      TensorFlow's op library, which a C or C++ program serving a SavedModel
+      loads), `cxx11_abi_flag`, `cxx_standard`, `cuda` (whether GPU kernels
+      were compiled in), `cuda_capabilities`, `xla` (whether the XLA lowerings
+      are loaded, so the ops compile under jit_compile) and
+      `xla_unavailable_reason` (why not, or "").
     """
     xla, xla_reason = _load_library.xla_status()
     return {
         "version": __version__,
         "tf_version": _build_info.TF_VERSION,
         "tf_releases": _load_library.supported_releases(),
+        "op_library": _load_library.library_path(),
         "cxx11_abi_flag": _build_info.CXX11_ABI_FLAG,
         "cxx_standard": _build_info.CXX_STANDARD,
         "cuda": _build_info.CUDA,

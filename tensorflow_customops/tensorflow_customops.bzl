@@ -9,6 +9,7 @@
   tfco_with_xla          a list that names the XLA library unless it is left out
   tfco_cc_test           a C++ test of specs, shape functions and gradients
   tfco_cc_binary         a C++ tool linked against TensorFlow's framework library
+                         (and its C API, with tf_cc)
   tfco_cuda_binary       a CUDA program of GPU kernels that needs no TensorFlow
   tfco_py_test           a Python test that uses the ops
   tfco_build_info        the module recording how the library was built
@@ -430,7 +431,9 @@ def tfco_with_xla(items):
 
 # Tests and tools find the framework library through an rpath to the
 # installed TensorFlow: acceptable for them, never used for the op library.
-def _framework_linked(rule, deps, **kwargs):
+# `tf_cc` links libtensorflow_cc too, which holds TensorFlow's C API.
+def _framework_linked(rule, deps, tf_cc = False, **kwargs):
+    libraries = [_TF_FRAMEWORK] + ([_TF_CC] if tf_cc else [])
     rule(
         # Linked statically: the kernel core's symbols are hidden, so its
         # libraries cannot be linked as shared objects (Bazel's default for
@@ -438,11 +441,13 @@ def _framework_linked(rule, deps, **kwargs):
         linkstatic = 1,
         copts = _COPTS,
         deps = deps + [_TF_HEADERS],
-        additional_linker_inputs = [_TF_FRAMEWORK],
-        linkopts = [
-            "$(location %s)" % _TF_FRAMEWORK,
+        additional_linker_inputs = libraries,
+        linkopts = ["$(location %s)" % lib for lib in libraries] + [
             "-Wl,-rpath," + TF_SHARED_LIBRARY_DIR,
         ] + _SANITIZER_LINKOPTS,
+        target_compatible_with = (
+            [] if TF_CC_LIBRARY_NAME or not tf_cc else ["@platforms//:incompatible"]
+        ),
         **kwargs
     )
 
@@ -458,16 +463,18 @@ def tfco_cc_test(name, srcs, deps = [], size = "small", **kwargs):
     """
     _framework_linked(native.cc_test, deps, name = name, srcs = srcs, size = size, **kwargs)
 
-def tfco_cc_binary(name, srcs, deps = [], **kwargs):
+def tfco_cc_binary(name, srcs, deps = [], tf_cc = False, **kwargs):
     """A C++ tool linked against TensorFlow's framework library.
 
     Args:
       name: binary name.
       srcs: C++ sources with a main().
       deps: tfco_cc_library targets.
+      tf_cc: also link libtensorflow_cc, for TensorFlow's C API (sessions,
+        SavedModels, TF_LoadLibrary).
       **kwargs: passed to cc_binary (args, data, ...).
     """
-    _framework_linked(native.cc_binary, deps, name = name, srcs = srcs, **kwargs)
+    _framework_linked(native.cc_binary, deps, tf_cc, name = name, srcs = srcs, **kwargs)
 
 def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
     """A CUDA program that runs the library's GPU kernels without TensorFlow.

@@ -2,7 +2,7 @@
 tfco in NHWC and NCHW, torchvision (if importable) and a pure-TensorFlow
 composition, forward and forward+backward, at 1 and 2 intra-op threads;
 RoiAlign also under jit_compile=True (lowered by XLA) and in half and
-bfloat16.
+bfloat16; and the eager cost of each form of boxes (`--ops=box_forms`).
 
     bazel run //tensorflow_customops/python/benchmarks:roi_benchmark [-- --quick]
 
@@ -39,6 +39,15 @@ _OP_CASES = {
     "ps_roi_align": ("small", "default"),
     "ps_roi_pool": ("small", "default"),
 }
+# Box forms: eager roi_align calls (NHWC, forward) with per-image boxes against
+# the same boxes as [K, 5] rows. name: (N, C, H=W, boxes per image, output
+# size, rounds); with box_counts, every other image holds 3/4 of its boxes.
+_BOX_FORMS = "box_forms"
+_BOX_FORM_CASES = {
+    "small": (2, 64, 32, 32, 7, 600),
+    "default": (2, 256, 64, 256, 7, 80),
+}
+_QUICK_BOX_FORM_CASES = {"quick": (2, 16, 16, 8, 7, 5)}
 # RoiAlign in reduced precision on the default case: tfco NHWC only.
 _LOW_PRECISION_CASE = "default"
 _SAMPLING_RATIO = 2
@@ -338,6 +347,58 @@ def _bench_low_precision(tf, tfco, spec, features_np, rois_np):
     return row
 
 
+def _bench_box_forms(tf, tfco, spec):
+    """Eager roi_align with [N, K, 4] boxes, with box_counts, and as a
+    RaggedTensor, each timed in turn with the [K, 5] rows of the same boxes;
+    the results must equal the rows' bit for bit."""
+    n, c, size, per_image, out, rounds = spec
+    features_np, rows_np = _inputs(n, c, size, n * per_image, out)
+    rows_np[:, 0] = np.repeat(np.arange(n), per_image)
+    boxes_np = rows_np[:, 1:].reshape(n, per_image, 4)
+    counts = np.where(np.arange(n) % 2, per_image * 3 // 4, per_image)
+    real = np.arange(per_image) < counts[:, None]
+    features = tf.constant(features_np)
+    boxes = tf.constant(boxes_np)
+    rows = tf.constant(rows_np)
+    real_rows = tf.constant(rows_np[real.reshape(-1)])
+    box_counts = tf.constant(counts, tf.int32)
+    ragged = tf.RaggedTensor.from_row_lengths(boxes_np[real], counts)
+    kwargs = {
+        "spatial_scale": _SPATIAL_SCALE,
+        "sampling_ratio": _SAMPLING_RATIO,
+        "aligned": True,
+    }
+    fns = {
+        "rows": lambda: tfco.roi_align(features, rows, out, **kwargs),
+        "padded": lambda: tfco.roi_align(features, boxes, out, **kwargs),
+        "real_rows": lambda: tfco.roi_align(features, real_rows, out, **kwargs),
+        "counts": lambda: tfco.roi_align(
+            features, boxes, out, box_counts=box_counts, **kwargs
+        ),
+        "ragged": lambda: tfco.roi_align(features, ragged, out, **kwargs),
+    }
+    results = {name: fn() for name, fn in fns.items()}
+    equal = (
+        np.array_equal(
+            results["padded"].numpy().reshape(results["rows"].shape),
+            results["rows"].numpy(),
+        )
+        and np.array_equal(
+            results["counts"].numpy()[real], results["real_rows"].numpy()
+        )
+        and not np.any(results["counts"].numpy()[~real])
+        and np.array_equal(
+            results["ragged"].flat_values.numpy(), results["real_rows"].numpy()
+        )
+    )
+    if not equal:
+        raise AssertionError("a box form's result differs from the rows' result")
+    times = _median_ms(list(fns.values()), rounds)
+    row = dict(zip(fns, times))
+    row["shape"] = (n, c, size, per_image, out)
+    return row
+
+
 def _bench_torchvision(torch, tv_ops, op, spec, features_np, rois_np):
     out, rounds = spec[4], spec[5]
     features = torch.from_numpy(features_np.transpose(0, 3, 1, 2).copy())
@@ -374,7 +435,7 @@ def _bench_torchvision(torch, tv_ops, op, spec, features_np, rois_np):
     ), output
 
 
-def _run_worker(threads, cases, op_cases):
+def _run_worker(threads, cases, op_cases, box_form_cases):
     # torchvision first: importing it after TensorFlow 2.21 crashes
     # (segmentation fault, seen with torch 2.14 / torchvision 0.29).
     try:
@@ -416,11 +477,15 @@ def _run_worker(threads, cases, op_cases):
         row = _bench_low_precision(tf, tfco, spec, *_inputs(*spec[:5]))
         row.update(op="roi_align dtypes", case=name, threads=threads)
         results.append(row)
+    for name, spec in box_form_cases.items():
+        row = _bench_box_forms(tf, tfco, spec)
+        row.update(op=_BOX_FORMS, case=name, threads=threads)
+        results.append(row)
     print(json.dumps(results))
 
 
-def _ms(value):
-    return f"{value:9.2f}" if value is not None else "      n/a"
+def _ms(value, digits=2):
+    return f"{value:9.{digits}f}" if value is not None else "      n/a"
 
 
 def _ratio(other, ours):
@@ -496,6 +561,35 @@ def _print_dtype_table(rows):
     print()
 
 
+def _print_box_form_table(rows):
+    header = (
+        f"{'case':8} {'thr':>3} {'rows':>9} {'[N,K,4]':>9} {'ratio':>7} "
+        f"{'rows':>9} {'+counts':>9} {'ratio':>7} {'ragged':>9} {'ratio':>7}"
+    )
+    print("== roi_align eager, forward: box forms against [K, 5] rows")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(
+            f"{row['case']:8} {row['threads']:3d} {_ms(row['rows'], 3)} "
+            f"{_ms(row['padded'], 3)} {_ratio(row['padded'], row['rows'])} "
+            f"{_ms(row['real_rows'], 3)} {_ms(row['counts'], 3)} "
+            f"{_ratio(row['counts'], row['real_rows'])} {_ms(row['ragged'], 3)} "
+            f"{_ratio(row['ragged'], row['real_rows'])}"
+        )
+    print()
+    for row in rows:
+        n, c, size, per_image, out = row["shape"]
+        print(
+            f"{row['case']} (threads={row['threads']}): N={n} C={c} H=W={size}, "
+            f"{per_image} boxes per image, {out}x{out}; with box_counts and "
+            f"ragged, every other image holds {per_image * 3 // 4}, compared "
+            "with the rows of those boxes; every result equal to the rows' bit "
+            "for bit"
+        )
+    print()
+
+
 def _print_tables(rows):
     for op in _OP_CASES:
         op_rows = [row for row in rows if row["op"] == op]
@@ -504,10 +598,14 @@ def _print_tables(rows):
     dtype_rows = [row for row in rows if row["op"] == "roi_align dtypes"]
     if dtype_rows:
         _print_dtype_table(dtype_rows)
+    box_form_rows = [row for row in rows if row["op"] == _BOX_FORMS]
+    if box_form_rows:
+        _print_box_form_table(box_form_rows)
     print(
         "times in ms (median); ratios: other time / tfco NHWC time (>1: tfco "
         "faster); NCHW/NHWC and jit/tfco are the cost of that layout or of XLA's "
-        "lowering; f16/f32 and bf16/f32 are that dtype's time over float32's"
+        "lowering; f16/f32 and bf16/f32 are that dtype's time over float32's; "
+        "a box form's ratio is its time over the rows' (>1: the form is slower)"
     )
 
 
@@ -515,15 +613,22 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one tiny case, smoke run")
     parser.add_argument("--threads", default="1,2", help="comma-separated counts")
+    choices = [*_OP_CASES, _BOX_FORMS]
     parser.add_argument(
-        "--ops", default=",".join(_OP_CASES), help="comma-separated ops to time"
+        "--ops",
+        default=",".join(choices),
+        help=f"comma-separated ops to time; {_BOX_FORMS}: roi_align's box forms",
     )
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     ops = args.ops.split(",")
-    unknown = sorted(set(ops) - set(_OP_CASES))
+    unknown = sorted(set(ops) - set(choices))
     if unknown:
-        parser.error(f"unknown ops {unknown}; choose from {sorted(_OP_CASES)}")
+        parser.error(f"unknown ops {unknown}; choose from {sorted(choices)}")
+    box_form_cases = {}
+    if _BOX_FORMS in ops:
+        ops.remove(_BOX_FORMS)
+        box_form_cases = _QUICK_BOX_FORM_CASES if args.quick else _BOX_FORM_CASES
     if args.quick:
         cases = _QUICK_CASES
         op_cases = {op: ("quick",) for op in ops}
@@ -531,7 +636,7 @@ def main():
         cases = _CASES
         op_cases = {op: _OP_CASES[op] for op in ops}
     if args.worker:
-        _run_worker(args.worker, cases, op_cases)
+        _run_worker(args.worker, cases, op_cases, box_form_cases)
         return
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):

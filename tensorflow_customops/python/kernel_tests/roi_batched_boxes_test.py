@@ -3,6 +3,10 @@
 the rows the `[K, 5]` form gives, in eager, in `tf.function` with unknown shapes,
 with gradients; and bad boxes get errors that name the argument."""
 
+import contextlib
+import os
+import tempfile
+
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
@@ -36,6 +40,23 @@ def _rows(padded, counts):
 def _ragged(padded, counts):
     values = np.concatenate([padded[n, :c] for n, c in enumerate(counts)])
     return tf.RaggedTensor.from_row_lengths(values, counts)
+
+
+@contextlib.contextmanager
+def _captured_stderr():
+    """What TensorFlow's C++ logging writes to file descriptor 2 meanwhile,
+    appended to the yielded list on exit."""
+    log = []
+    with tempfile.TemporaryFile() as file:
+        saved = os.dup(2)
+        os.dup2(file.fileno(), 2)
+        try:
+            yield log
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            file.seek(0)
+            log.append(file.read().decode(errors="replace"))
 
 
 class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
@@ -147,6 +168,7 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
         boxes = tf.ones([2, 3, 4])
         cases = [
             ([1, 4], tf.errors.InvalidArgumentError, "box_counts must be at most"),
+            ([2**40, 1], tf.errors.InvalidArgumentError, "must be at most"),
             ([1, -1], tf.errors.InvalidArgumentError, "must not be negative"),
             ([1, 1, 1], tf.errors.InvalidArgumentError, "one count per image"),
             ([1.0, 2.0], TypeError, "box_counts must be integers"),
@@ -161,6 +183,54 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
         ragged = tf.RaggedTensor.from_row_lengths(tf.ones([3, 4]), [1, 2])
         with self.assertRaisesRegex(ValueError, "box_counts must be None for Ragged"):
             tfco.roi_align(features, ragged, 2, box_counts=[1, 2])
+
+    def test_box_count_errors_in_graph(self):
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, None, 4], tf.float32),
+                tf.TensorSpec([None], tf.int64),
+            ]
+        )
+        def fn(boxes, counts):
+            return tfco.roi_align(tf.ones([2, 5, 5, 3]), boxes, 2, box_counts=counts)
+
+        boxes = tf.ones([2, 3, 4])
+        self.assertEqual(fn(boxes, [3, 0]).shape, [2, 3, 2, 2, 3])
+        cases = [
+            ([1, 4], r"box_counts must be at most rois.shape\[1\]:\] \[3\]"),
+            # Compared in int64, shown saturated to int32.
+            ([2**40, 1], r"at most .* \[2147483647 1\]"),
+            ([1, -1], r"box_counts must not be negative:\] \[1 -1\]"),
+            ([1, 1, 1], r"one count per image of rois; images in rois:\] \[2\]"),
+        ]
+        for counts, message in cases:
+            with self.subTest(counts=counts):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    fn(boxes, counts)
+
+    def test_traces_log_no_loop_optimizer_warning(self):
+        # Grappler's loop optimizer warns at every trace that it cannot prune a
+        # cond with a constant predicate when a Merge has a control input;
+        # TensorFlow wraps an Assert in such a cond unless its data are string
+        # or int32. `control` proves that the warning would be seen here.
+        def log_of_first_call(fn, *args):
+            with _captured_stderr() as log:
+                fn(*args)
+            return log[0]
+
+        @tf.function
+        def control(counts):
+            check = tf.debugging.assert_equal(tf.size(counts, tf.int64), np.int64(2))
+            with tf.control_dependencies([check]):
+                return tf.identity(counts)
+
+        warning = "Skipping loop optimization"
+        counts = tf.constant([2, 1], tf.int64)
+        self.assertIn(warning, log_of_first_call(control, counts))
+
+        features = tf.ones([2, 5, 5, 3])
+        fn = tf.function(lambda b, c: tfco.roi_align(features, b, 2, box_counts=c))
+        self.assertNotIn(warning, log_of_first_call(fn, tf.ones([2, 3, 4]), counts))
 
     def test_image_count_must_match(self):
         features = tf.ones([2, 5, 5, 3])

@@ -100,6 +100,14 @@ def _leading_dim(tensor, axis=0):
     return static if static is not None else tf.shape(tensor)[axis]
 
 
+def _check(condition, *data):
+    """An Assert op for graph mode. `data` must be strings and int32 tensors:
+    TensorFlow wraps an Assert with other data in a cond, and where shapes
+    known at trace time make its predicate constant, grappler's loop optimizer
+    logs a warning about the cond at every trace."""
+    return tf.debugging.Assert(condition, data)
+
+
 def _check_image_count(num_images, features):
     """Batched boxes name their images by position: their count must be N."""
     if features is None:
@@ -112,11 +120,14 @@ def _check_image_count(num_images, features):
                 f"{features_n}"
             )
         return []
+    features_n = tf.shape(features)[0]
     return [
-        tf.debugging.assert_equal(
-            tf.cast(num_images, tf.int64),
-            tf.shape(features, out_type=tf.int64)[0],
-            message="rois must hold boxes for as many images as features",
+        _check(
+            tf.equal(num_images, features_n),
+            "rois must hold boxes for as many images as features; images in rois "
+            "and in features:",
+            num_images,
+            features_n,
         )
     ]
 
@@ -134,13 +145,18 @@ def _flat_rois(rois, box_counts, features=None):
             raise ValueError(
                 f"RaggedTensor rois must have shape [N, None, 4], got {rois.shape}"
             )
-        checks = _check_image_count(_leading_dim(rois), features)
-        index = tf.cast(rois.value_rowids(), tf.float32)[:, tf.newaxis]
-        with tf.control_dependencies(checks):
-            flat = tf.concat([index, tf.cast(rois.flat_values, tf.float32)], 1)
-        return flat, lambda out: tf.RaggedTensor.from_row_splits(
-            out, rois.row_splits, validate=False
-        )
+        num_images = rois.shape[0]
+        if num_images is None:
+            num_images = rois.nrows(out_type=tf.int32)
+        checks = _check_image_count(num_images, features)
+        values = tf.cast(rois.flat_values, tf.float32)
+        if tf.executing_eagerly():
+            flat = _concrete_rows(values, np.diff(rois.row_splits))
+        else:
+            index = tf.cast(rois.value_rowids(), tf.float32)[:, tf.newaxis]
+            with tf.control_dependencies(checks):
+                flat = tf.concat([index, values], 1)
+        return flat, rois.with_values
     if _is_box_list(rois):
         if box_counts is not None:
             raise ValueError("box_counts must be None for a list of per-image boxes")
@@ -174,6 +190,16 @@ def _flat_rois(rois, box_counts, features=None):
 def _flat_batched_rois(rois, box_counts, features):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
     checks = _check_image_count(num_images, features)
+    if box_counts is not None:
+        box_counts = tf.convert_to_tensor(box_counts)
+        if not box_counts.dtype.is_integer:
+            raise TypeError(f"box_counts must be integers, got {box_counts.dtype.name}")
+        if box_counts.shape.rank not in (None, 1):
+            raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
+    if tf.executing_eagerly():
+        return _concrete_batched_rois(
+            rois.numpy(), None if box_counts is None else box_counts.numpy()
+        )
 
     def result_shape(out):
         return [num_images, boxes_per_image, *(_leading_dim(out, a) for a in (1, 2, 3))]
@@ -187,25 +213,29 @@ def _flat_batched_rois(rois, box_counts, features):
             )
         return flat, lambda out: tf.reshape(out, result_shape(out))
 
-    box_counts = tf.convert_to_tensor(box_counts)
-    if not box_counts.dtype.is_integer:
-        raise TypeError(f"box_counts must be integers, got {box_counts.dtype.name}")
-    if box_counts.shape.rank not in (None, 1):
-        raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
+    # Counts are compared in int64, so that none wraps around, and shown
+    # saturated to int32 (see _check).
+    shown = tf.saturate_cast(box_counts, tf.int32)
     box_counts = tf.cast(box_counts, tf.int64)
     checks += [
-        tf.debugging.assert_equal(
-            tf.size(box_counts, out_type=tf.int64),
-            tf.cast(num_images, tf.int64),
-            message="box_counts must hold one count per image of rois",
+        _check(
+            tf.equal(tf.size(box_counts), num_images),
+            "box_counts must hold one count per image of rois; images in rois:",
+            num_images,
+            "box_counts:",
+            shown,
         ),
-        tf.debugging.assert_non_negative(
-            box_counts, message="box_counts must not be negative"
+        _check(
+            tf.reduce_all(box_counts >= 0),
+            "box_counts must not be negative:",
+            shown,
         ),
-        tf.debugging.assert_less_equal(
-            box_counts,
-            tf.cast(boxes_per_image, tf.int64),
-            message="box_counts must be at most rois.shape[1]",
+        _check(
+            tf.reduce_all(box_counts <= tf.cast(boxes_per_image, tf.int64)),
+            "box_counts must be at most rois.shape[1]:",
+            boxes_per_image,
+            "box_counts:",
+            shown,
         ),
     ]
     with tf.control_dependencies(checks):
@@ -218,6 +248,69 @@ def _flat_batched_rois(rois, box_counts, features):
         restored = tf.scatter_nd(where, out, shape)
         restored.set_shape([rois.shape[0], rois.shape[1], *out.shape[1:]])
         return restored
+
+    return flat, restore
+
+
+def _concrete_rows(boxes, box_counts):
+    """The `[M, 5]` rows of NumPy `[M, 4]` boxes, `box_counts[n]` of image n
+    after those of the images before it."""
+    index = np.repeat(np.arange(len(box_counts), dtype=np.float32), box_counts)
+    return tf.constant(np.concatenate([index[:, np.newaxis], boxes], 1))
+
+
+def _concrete_batched_rois(boxes, box_counts):
+    """`_flat_batched_rois` for eager tensors, given as NumPy arrays: rows and
+    checks in NumPy, since every TensorFlow op costs an eager dispatch of its
+    own, and one op to restore the result."""
+    num_images, boxes_per_image = boxes.shape[:2]
+
+    def shape(out):
+        # NumPy, in int32 where it fits: TensorFlow would pack a list into a
+        # tensor op by op, and takes an int64 shape more slowly.
+        dims = [num_images, boxes_per_image, *out.shape.as_list()[1:]]
+        return np.array(dims, np.int32 if max(dims) < 2**31 else np.int64)
+
+    if box_counts is None:
+        flat = _concrete_rows(
+            boxes.reshape(-1, 4), np.full(num_images, boxes_per_image)
+        )
+        return flat, lambda out: tf.reshape(out, shape(out))
+    counts = box_counts.tolist()  # Python's min and max: quicker on a few counts
+    if len(counts) != num_images:
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            f"box_counts must hold one count per image of rois ({num_images}), got "
+            f"{len(counts)}: {counts}",
+        )
+    if min(counts, default=0) < 0:
+        raise tf.errors.InvalidArgumentError(
+            None, None, f"box_counts must not be negative, got {counts}"
+        )
+    if max(counts, default=0) > boxes_per_image:
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            f"box_counts must be at most rois.shape[1] ({boxes_per_image}), got "
+            f"{counts}",
+        )
+    flat = _concrete_rows(
+        boxes[np.arange(boxes_per_image) < box_counts[:, np.newaxis]], box_counts
+    )
+
+    def restore(out):
+        if sum(counts) == num_images * boxes_per_image:
+            return tf.reshape(out, shape(out))
+        # One op that pads each image's rows with zeros; a scatter_nd took
+        # three to four times as long.
+        return tf.raw_ops.RaggedTensorToTensor(
+            shape=shape(out),
+            values=out,
+            default_value=np.zeros([], out.dtype.as_numpy_dtype),
+            row_partition_tensors=[np.cumsum([0, *counts])],
+            row_partition_types=["ROW_SPLITS"],
+        )
 
     return flat, restore
 

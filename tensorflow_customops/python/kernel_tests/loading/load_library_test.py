@@ -137,6 +137,7 @@ class LoadLibraryTest(tf.test.TestCase):
                 "version",
                 "tf_version",
                 "tf_releases",
+                "op_library",
                 "cxx11_abi_flag",
                 "cxx_standard",
                 "cuda",
@@ -150,6 +151,8 @@ class LoadLibraryTest(tf.test.TestCase):
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_version"], tf.__version__)
         self.assertIn(".".join(tf.__version__.split(".")[:2]), info["tf_releases"])
+        self.assertEqual(os.path.basename(info["op_library"]), "_custom_ops.so")
+        self.assertTrue(os.path.isfile(info["op_library"]), info["op_library"])
         self.assertEqual(
             f"-D_GLIBCXX_USE_CXX11_ABI={info['cxx11_abi_flag']}",
             [
