@@ -1,12 +1,15 @@
 """tfco.layers RoI layers: config round trips, output shapes in both layouts
 and every box form, Keras conventions (names, data_format, autocast,
-supports_jit), constructor validation, and gradients through the layers."""
+supports_jit), constructor validation identical to the functions', and
+gradients through the layers."""
 
+import inspect
 from unittest import mock
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl.testing import parameterized
 
 import tensorflow_customops as tfco
 
@@ -40,6 +43,46 @@ _LAYERS = [
     ),
 ]
 _KERAS_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
+_FUNCTIONS = {
+    tfco.layers.RoIPool: tfco.roi_pool,
+    tfco.layers.RoIAlign: tfco.roi_align,
+    tfco.layers.PSRoIPool: tfco.ps_roi_pool,
+    tfco.layers.PSRoIAlign: tfco.ps_roi_align,
+    tfco.layers.MultiScaleRoIAlign: tfco.multi_scale_roi_align,
+}
+# (argument, bad value, error, message), for every layer and function that
+# takes the argument.
+_BAD_ARGUMENTS = [
+    ("output_size", 0, ValueError, "output_size must be positive"),
+    ("output_size", 2.5, TypeError, "output_size must be an int or a pair"),
+    ("output_size", (2, 2, 2), TypeError, "output_size must be an int or a pair"),
+    ("output_size", True, TypeError, "output_size must be an int or a pair"),
+    ("output_size", tf.constant(2), TypeError, "output_size .* cannot be a tensor"),
+    ("data_format", "NCWH", ValueError, "data_format must be 'NHWC' or"),
+    ("spatial_scale", 0, ValueError, "spatial_scale must be a finite positive"),
+    ("spatial_scale", -0.5, ValueError, "spatial_scale must be a finite positive"),
+    ("spatial_scale", np.nan, ValueError, "spatial_scale must be a finite positive"),
+    ("spatial_scale", np.inf, ValueError, "spatial_scale must be a finite positive"),
+    ("spatial_scale", 1e39, ValueError, r"finite positive number \(in float32\)"),
+    ("spatial_scale", "1", TypeError, "spatial_scale must be a number"),
+    ("spatial_scale", True, TypeError, "spatial_scale must be a number"),
+    ("sampling_ratio", 2.5, TypeError, "sampling_ratio must be an int, got 2.5"),
+    ("sampling_ratio", True, TypeError, "sampling_ratio must be an int, got True"),
+    ("sampling_ratio", "2", TypeError, "sampling_ratio must be an int"),
+    ("sampling_ratio", 65, ValueError, "sampling_ratio must be at most 64"),
+    ("sampling_ratio", -(2**40), ValueError, r"sampling_ratio must be at least -2"),
+    ("aligned", 1, TypeError, "aligned must be a bool, got 1"),
+    ("aligned", "True", TypeError, "aligned must be a bool"),
+    ("spatial_scales", [0.3, 0.15], ValueError, "spatial_scales must be powers of"),
+    ("spatial_scales", [0.5, 0.5], ValueError, "each half the one before"),
+    ("spatial_scales", 0.5, TypeError, "spatial_scales must be a list of numbers"),
+    ("image_size", (32, 32, 3), TypeError, "image_size must be an int or a pair"),
+    ("image_size", 0, ValueError, "image_size must be positive"),
+    ("canonical_scale", 0, ValueError, "canonical_scale must be positive"),
+    ("canonical_scale", 224.0, TypeError, "canonical_scale must be an int"),
+    ("canonical_level", 4.0, TypeError, "canonical_level must be an int"),
+    ("canonical_level", True, TypeError, "canonical_level must be an int"),
+]
 _ROIS = np.array(
     [[0, 1.0, 1.0, 9.0, 7.0], [1, 0.0, 2.0, 5.0, 11.0], [0, 3.0, 0.0, 11.0, 11.0]],
     np.float32,
@@ -60,7 +103,7 @@ def _inputs(cls, data_format="NHWC", rois=_ROIS):
     return [features, rois]
 
 
-class RoiLayersTest(tf.test.TestCase):
+class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
     def test_exported(self):
         self.assertEqual(
             sorted(tfco.layers.__all__),
@@ -259,36 +302,24 @@ class RoiLayersTest(tf.test.TestCase):
                 with self.subTest(layer=cls.__name__, override=override):
                     with self.assertRaisesRegex(error, message):
                         cls(**{**kwargs, **override})
-        single_scale_cases = [
-            ({"spatial_scale": 0}, "spatial_scale must be a finite"),
-            ({"spatial_scale": float("nan")}, "finite positive"),
-            ({"spatial_scale": "1"}, "spatial_scale must be"),
-        ]
-        for cls, _ in _LAYERS[:4]:
-            for kwargs, message in single_scale_cases:
-                with self.subTest(layer=cls.__name__, kwargs=kwargs):
-                    with self.assertRaisesRegex(ValueError, message):
-                        cls(2, **kwargs)
-        align_cases = [
-            ({"sampling_ratio": 65}, "sampling_ratio must be at most 64"),
-            ({"sampling_ratio": 2.0}, "sampling_ratio must be an int"),
-            ({"sampling_ratio": True}, "sampling_ratio must be an int"),
-            ({"aligned": 1}, "aligned must be a bool"),
-        ]
-        for cls, kwargs in _LAYERS[1::2] + _LAYERS[4:]:
-            for override, message in align_cases:
-                with self.subTest(layer=cls.__name__, override=override):
-                    with self.assertRaisesRegex(ValueError, message):
-                        cls(**{**kwargs, **override})
         multi_scale = tfco.layers.MultiScaleRoIAlign
         with self.assertRaisesRegex(ValueError, "needs spatial_scales, or image_size"):
             multi_scale(2)
-        with self.assertRaisesRegex(ValueError, "canonical_level must be an int"):
-            multi_scale(2, image_size=32, canonical_level=4.0)
-        with self.assertRaisesRegex(ValueError, "canonical_scale must be positive"):
-            multi_scale(2, image_size=32, canonical_scale=0)
-        with self.assertRaisesRegex(TypeError, "image_size must be an int or a pair"):
-            multi_scale(2, image_size=(32, 32, 3))
+
+    @parameterized.parameters(*_BAD_ARGUMENTS)
+    def test_argument_errors_match_the_functions(self, argument, value, error, message):
+        for cls, kwargs in _LAYERS:
+            if argument not in inspect.signature(cls).parameters:
+                continue
+            kwargs = {**kwargs, argument: value}
+            with self.subTest(layer=cls.__name__):
+                with self.assertRaisesRegex(error, message) as from_layer:
+                    cls(**kwargs)
+                with self.assertRaisesRegex(error, message) as from_function:
+                    _FUNCTIONS[cls](*_inputs(cls), **kwargs)
+                self.assertEqual(
+                    str(from_layer.exception), str(from_function.exception)
+                )
 
     def test_bad_input_shapes(self):
         layer = tfco.layers.PSRoIAlign((2, 3))

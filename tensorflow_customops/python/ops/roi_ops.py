@@ -23,6 +23,8 @@ _POOL_ATTRS = ("pooled_height", "pooled_width", "spatial_scale", "data_format")
 _ALIGN_ATTRS = (*_POOL_ATTRS, "sampling_ratio", "aligned")
 _PS_ALIGN_ATTRS = _ALIGN_ATTRS
 
+# The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
+_MAX_SAMPLING_RATIO = 64
 FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 # Keras' names map onto TensorFlow's.
 _DATA_FORMATS = {
@@ -71,6 +73,84 @@ def check_data_format(data_format):
             "data_format must be 'NHWC' or 'channels_last', or 'NCHW' or "
             f"'channels_first', got {data_format!r}"
         ) from None
+
+
+def _check_int(value, name):
+    # bool is an Integral, but True is no count.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return int(value)
+
+
+def check_spatial_scale(spatial_scale):
+    """A finite positive float, also in float32 (the op's attribute type)."""
+    if isinstance(spatial_scale, bool) or not isinstance(spatial_scale, numbers.Real):
+        raise TypeError(f"spatial_scale must be a number, got {spatial_scale!r}")
+    with np.errstate(over="ignore"):
+        as_float32 = np.float32(spatial_scale)
+    if not 0 < as_float32 < np.inf:
+        raise ValueError(
+            "spatial_scale must be a finite positive number (in float32), got "
+            f"{spatial_scale!r}"
+        )
+    return float(spatial_scale)
+
+
+def check_sampling_ratio(sampling_ratio):
+    """An int at most 64 (the kernels' kMaxSamplingRatio), that fits the op's
+    int32 attribute."""
+    sampling_ratio = _check_int(sampling_ratio, "sampling_ratio")
+    if sampling_ratio > _MAX_SAMPLING_RATIO:
+        raise ValueError(
+            f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO} (or <= 0 for "
+            f"an adaptive grid), got {sampling_ratio}"
+        )
+    if sampling_ratio < -(2**31):
+        raise ValueError(
+            "sampling_ratio must be at least -2**31 (any value <= 0 means an "
+            f"adaptive grid), got {sampling_ratio}"
+        )
+    return sampling_ratio
+
+
+def check_aligned(aligned):
+    if not isinstance(aligned, (bool, np.bool_)):
+        raise TypeError(f"aligned must be a bool, got {aligned!r}")
+    return bool(aligned)
+
+
+def check_level_mapping(canonical_scale, canonical_level):
+    """(canonical_scale, canonical_level) of the FPN level mapping: ints, the
+    scale positive."""
+    canonical_scale = _check_int(canonical_scale, "canonical_scale")
+    canonical_level = _check_int(canonical_level, "canonical_level")
+    if canonical_scale <= 0:
+        raise ValueError(f"canonical_scale must be positive, got {canonical_scale}")
+    return canonical_scale, canonical_level
+
+
+def check_spatial_scales(spatial_scales):
+    """Per-level scales as floats: powers of two, each half the one before."""
+    if isinstance(spatial_scales, (tf.Tensor, np.ndarray)) or not isinstance(
+        spatial_scales, (list, tuple)
+    ):
+        raise TypeError(
+            f"spatial_scales must be a list of numbers, got {spatial_scales!r}"
+        )
+    scales = list(spatial_scales)
+    for level, scale in enumerate(scales):
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, numbers.Real)
+            or not (0 < scale < math.inf)
+            or not math.log2(scale).is_integer()
+            or (level and scale * 2 != scales[level - 1])
+        ):
+            raise ValueError(
+                "spatial_scales must be powers of two, each half the one before "
+                f"(finest level first), got {scales!r}"
+            )
+    return [float(s) for s in scales]
 
 
 def _check_features(features):
@@ -227,6 +307,10 @@ def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs
     result in the layout of `rois`."""
     pooled_height, pooled_width = check_size(output_size)
     data_format = check_data_format(data_format)
+    attrs["spatial_scale"] = check_spatial_scale(attrs["spatial_scale"])
+    if "sampling_ratio" in attrs:
+        attrs["sampling_ratio"] = check_sampling_ratio(attrs["sampling_ratio"])
+        attrs["aligned"] = check_aligned(attrs["aligned"])
     features = _check_features(features)
     flat, restore = _flat_rois(rois, box_counts, features)
     out = raw_op(
@@ -320,8 +404,8 @@ def roi_align(
         per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` uses `ceil(bin size)` points (adaptive).
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` uses `ceil(bin size)` points (adaptive).
       aligned: If True, shift boxes by half a pixel so that pixel centres line
         up (use this for new models); False keeps Detectron's original
         behaviour.
@@ -435,8 +519,8 @@ def ps_roi_align(
         per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel, as torchvision does (the
         default); False samples at the unshifted coordinates. Boxes are never
         enlarged to 1x1, unlike `roi_align(aligned=False)`.
@@ -507,9 +591,9 @@ def multi_scale_roi_align(
       sampling_ratio: As in `roi_align`.
       aligned: As in `roi_align`; False, as in torchvision's module.
       canonical_scale: Box size (the square root of its area) that maps to
-        `canonical_level`.
-      canonical_level: Level of a box of size `canonical_scale`; a level's
-        number is `-log2(spatial_scale)`.
+        `canonical_level`, a positive int.
+      canonical_level: Level (an int) of a box of size `canonical_scale`; a
+        level's number is `-log2(spatial_scale)`.
       data_format: As in `roi_align`.
       box_counts: As in `roi_align`.
       name: A name for the operation (optional).
@@ -540,10 +624,13 @@ def multi_scale_roi_align(
     data_format = check_data_format(data_format)
     _check_pyramid(features, data_format)
     scales = _pyramid_scales(features, spatial_scales, image_size, data_format)
+    canonical_scale, canonical_level = check_level_mapping(
+        canonical_scale, canonical_level
+    )
     attrs = {
         "output_size": output_size,
-        "sampling_ratio": sampling_ratio,
-        "aligned": aligned,
+        "sampling_ratio": check_sampling_ratio(sampling_ratio),
+        "aligned": check_aligned(aligned),
         "data_format": data_format,
     }
     with tf.name_scope(name or "multi_scale_roi_align"):
@@ -586,13 +673,14 @@ def _check_pyramid(features, data_format):
 
 def _pyramid_scales(features, spatial_scales, image_size, data_format):
     """Validated per-level scales: powers of two, halving from level to level."""
+    if image_size is not None:
+        height, _ = check_size(image_size, "image_size")
     if spatial_scales is None:
         if image_size is None:
             raise ValueError(
                 "multi_scale_roi_align needs spatial_scales, or image_size to "
                 "infer them from the feature maps' heights"
             )
-        height, _ = check_size(image_size, "image_size")
         axis = 1 if data_format == "NHWC" else 2
         spatial_scales = []
         for level, f in enumerate(features):
@@ -602,31 +690,13 @@ def _pyramid_scales(features, spatial_scales, image_size, data_format):
                     f"unknown height ({f.shape}); pass spatial_scales"
                 )
             spatial_scales.append(2.0 ** round(math.log2(f.shape[axis] / height)))
-    if isinstance(spatial_scales, (tf.Tensor, np.ndarray)) or not isinstance(
-        spatial_scales, (list, tuple)
-    ):
-        raise TypeError(
-            f"spatial_scales must be a list of numbers, got {spatial_scales!r}"
-        )
-    scales = list(spatial_scales)
+    scales = check_spatial_scales(spatial_scales)
     if len(scales) != len(features):
         raise ValueError(
             f"spatial_scales must hold one scale per feature map ({len(features)}), "
             f"got {len(scales)}"
         )
-    for level, scale in enumerate(scales):
-        if (
-            isinstance(scale, bool)
-            or not isinstance(scale, numbers.Real)
-            or not (0 < scale < math.inf)
-            or not math.log2(scale).is_integer()
-            or (level and scale * 2 != scales[level - 1])
-        ):
-            raise ValueError(
-                "spatial_scales must be powers of two, each half the one before "
-                f"(finest level first), got {scales!r}"
-            )
-    return [float(s) for s in scales]
+    return scales
 
 
 def _fpn_levels(boxes, scales, canonical_scale, canonical_level):

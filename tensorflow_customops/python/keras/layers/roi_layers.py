@@ -21,7 +21,6 @@ The layers are registered as `tfco>RoIAlign` and so on: a saved model that
 uses them reloads once `tensorflow_customops` has been imported.
 """
 
-import math
 import numbers
 
 import keras
@@ -29,41 +28,7 @@ import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library, roi_ops
 
-# The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
-_MAX_SAMPLING_RATIO = 64
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
-
-
-def _check_spatial_scale(spatial_scale):
-    if (
-        isinstance(spatial_scale, bool)
-        or not isinstance(spatial_scale, numbers.Real)
-        or not math.isfinite(spatial_scale)
-        or spatial_scale <= 0
-    ):
-        raise ValueError(
-            f"spatial_scale must be a finite positive number, got {spatial_scale!r}"
-        )
-    return float(spatial_scale)
-
-
-def _check_aligned(aligned):
-    if not isinstance(aligned, bool):
-        raise ValueError(f"aligned must be a bool, got {aligned!r}")
-    return aligned
-
-
-def _check_sampling_ratio(sampling_ratio):
-    if isinstance(sampling_ratio, bool) or not isinstance(
-        sampling_ratio, numbers.Integral
-    ):
-        raise ValueError(f"sampling_ratio must be an int, got {sampling_ratio!r}")
-    if sampling_ratio > _MAX_SAMPLING_RATIO:
-        raise ValueError(
-            f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO} (or <= 0 for "
-            f"an adaptive grid), got {sampling_ratio!r}"
-        )
-    return int(sampling_ratio)
 
 
 def _is_shape(value):
@@ -199,7 +164,7 @@ class _RoILayer(keras.layers.Layer):
 class _SingleScaleLayer(_RoILayer):
     def __init__(self, output_size, spatial_scale=1.0, data_format=None, **kwargs):
         super().__init__(output_size, data_format, **kwargs)
-        self.spatial_scale = _check_spatial_scale(spatial_scale)
+        self.spatial_scale = roi_ops.check_spatial_scale(spatial_scale)
 
     def _op_kwargs(self):
         return {**super()._op_kwargs(), "spatial_scale": self.spatial_scale}
@@ -218,8 +183,8 @@ class _SamplingLayer(_SingleScaleLayer):
         **kwargs,
     ):
         super().__init__(output_size, spatial_scale, data_format, **kwargs)
-        self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
-        self.aligned = _check_aligned(
+        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_ops.check_aligned(
             self._default_aligned if aligned is None else aligned
         )
 
@@ -242,8 +207,8 @@ _ARGS_DOC = """
 """
 _PS_DOC = "; the features' channels must be\n        divisible by `height * width`"
 _SAMPLING_DOC = """
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel (default {aligned})."""
 
 
@@ -306,11 +271,12 @@ class MultiScaleRoIAlign(_RoILayer):
         static heights.
       image_size: `(height, width)` of the input images, to infer
         `spatial_scales`.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel (default False, as torchvision).
-      canonical_scale: Box size that maps to `canonical_level` (224).
-      canonical_level: Pyramid level of such a box (4).
+      canonical_scale: Box size that maps to `canonical_level`, a positive
+        int (224).
+      canonical_level: Pyramid level of such a box, an int (4).
       data_format: As for `RoIAlign`.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
     """
@@ -337,25 +303,20 @@ class MultiScaleRoIAlign(_RoILayer):
                 "MultiScaleRoIAlign needs spatial_scales, or image_size to infer them"
             )
         self.spatial_scales = (
-            None if spatial_scales is None else [float(s) for s in spatial_scales]
+            None
+            if spatial_scales is None
+            else roi_ops.check_spatial_scales(spatial_scales)
         )
         self.image_size = (
             None
             if image_size is None
             else list(roi_ops.check_size(image_size, "image_size"))
         )
-        self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
-        self.aligned = _check_aligned(aligned)
-        for arg, value in (
-            ("canonical_scale", canonical_scale),
-            ("canonical_level", canonical_level),
-        ):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise ValueError(f"{arg} must be an int, got {value!r}")
-        if canonical_scale <= 0:
-            raise ValueError(f"canonical_scale must be positive, got {canonical_scale}")
-        self.canonical_scale = int(canonical_scale)
-        self.canonical_level = int(canonical_level)
+        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_ops.check_aligned(aligned)
+        self.canonical_scale, self.canonical_level = roi_ops.check_level_mapping(
+            canonical_scale, canonical_level
+        )
 
     def _op_kwargs(self):
         return {
