@@ -7,6 +7,15 @@ input-image coordinates as the raw ops take them, or per-image boxes: `[N, K, 4]
 `[L_i, 4]`. Per-image boxes give per-image results, bit for bit the rows the
 `[K, 5]` form gives, and keep each image's boxes with it when Keras slices or
 shuffles a batch.
+
+A Python list (or tuple) is read by its elements. Elements that are rows of
+numbers (flat lists, 1-D arrays or tensors) make it `[K, 5]` rows: `[[0, 0, 0,
+3, 3]]` is one row. Elements that are an image's boxes (nested lists of rows,
+2-D arrays or tensors, or `[]` for an image without boxes) make it a list of
+per-image boxes, element `i` holding image `i`'s, of equal lengths or not:
+`[[[0, 0, 3, 3]], []]` is one box in image 0 and none in image 1. Its result
+is always a `tf.RaggedTensor` `[N, None, ...]`, as for ragged boxes. A list
+mixing rows and per-image boxes is an error.
 """
 
 import math
@@ -167,12 +176,28 @@ def _check_features(features):
     return features
 
 
-def _is_box_list(rois):
-    return (
-        isinstance(rois, (list, tuple))
-        and len(rois) > 0
-        and all(isinstance(b, (tf.Tensor, np.ndarray)) for b in rois)
-    )
+_ARRAYS = (tf.Tensor, tf.Variable, np.ndarray)
+
+
+def _rank(array):
+    shape = array.shape
+    return shape.rank if isinstance(shape, tf.TensorShape) else len(shape)
+
+
+def _is_sequence(value):
+    if isinstance(value, _ARRAYS):
+        return _rank(value) != 0
+    return isinstance(value, (list, tuple))
+
+
+def _is_row(element):
+    """For an element of a list of boxes: True for a row of numbers, False for
+    an image's boxes (2-D, of unknown rank, or `[]`), None for neither."""
+    if not _is_sequence(element):
+        return None
+    if isinstance(element, _ARRAYS):
+        return _rank(element) == 1
+    return bool(element) and not _is_sequence(element[0])
 
 
 def _leading_dim(tensor, axis=0):
@@ -221,19 +246,9 @@ def _flat_rois(rois, box_counts, features=None):
         return flat, lambda out: tf.RaggedTensor.from_row_splits(
             out, rois.row_splits, validate=False
         )
-    if _is_box_list(rois):
-        if box_counts is not None:
-            raise ValueError("box_counts must be None for a list of per-image boxes")
-        rows = []
-        for index, boxes in enumerate(rois):
-            boxes = tf.cast(tf.convert_to_tensor(boxes), tf.float32)
-            if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
-                raise ValueError(
-                    f"rois[{index}] must have shape [L, 4], got {boxes.shape}"
-                )
-            batch_index = tf.fill([tf.shape(boxes)[0], 1], float(index))
-            rows.append(tf.concat([batch_index, boxes], axis=1))
-        return tf.concat(rows, axis=0), lambda out: out
+    rois = box_tensors(rois)
+    if isinstance(rois, list):
+        return _flat_box_list(rois, box_counts, features)
     rois = tf.convert_to_tensor(rois)
     if not (rois.dtype.is_floating or rois.dtype.is_integer):
         raise TypeError(f"rois must be numbers, got {rois.dtype.name}")
@@ -249,6 +264,69 @@ def _flat_rois(rois, box_counts, features=None):
     if box_counts is not None:
         raise ValueError("box_counts needs [N, K, 4] rois, got [K, 5] rows")
     return rois, lambda out: out
+
+
+def box_tensors(rois):
+    """`rois` with its Python lists made tensors: a list of per-image boxes
+    becomes a list of float32 `[L_i, 4]` tensors, any other list one tensor;
+    other forms come back as they are."""
+    if not isinstance(rois, (list, tuple)):
+        return rois
+    if not rois:
+        raise ValueError(
+            "rois is an empty list: give np.zeros([0, 5]) for no [K, 5] rows, "
+            "or one list of boxes per image ([] for an image without boxes)"
+        )
+    rows = [_is_row(element) for element in rois]
+    if True in rows and False in rows:
+        raise ValueError(
+            "rois mixes [5] rows (batch_index, x1, y1, x2, y2) with per-image "
+            f"[L, 4] boxes: rois[{rows.index(True)}] is a row and "
+            f"rois[{rows.index(False)}] an image's boxes"
+        )
+    if not any(rows) and None not in rows:
+        return [_image_boxes(boxes, index) for index, boxes in enumerate(rois)]
+    try:
+        return tf.convert_to_tensor(rois)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"rois must be {_BOX_FORMATS}: {error}") from None
+
+
+def _image_boxes(boxes, index):
+    """Image `index`'s boxes in a list of per-image boxes, as a float32
+    `[L, 4]` tensor."""
+    if isinstance(boxes, (list, tuple)) and not boxes:
+        return tf.zeros([0, 4])
+    try:
+        boxes = tf.convert_to_tensor(boxes)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"rois[{index}] must have shape [L, 4]: {error}") from None
+    if not (boxes.dtype.is_floating or boxes.dtype.is_integer):
+        raise TypeError(f"rois[{index}] must be numbers, got {boxes.dtype.name}")
+    if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
+        raise ValueError(f"rois[{index}] must have shape [L, 4], got {boxes.shape}")
+    return tf.cast(boxes, tf.float32)
+
+
+def _flat_box_list(rois, box_counts, features):
+    """`_flat_rois` for the tensors of `box_tensors`; the result is ragged."""
+    if box_counts is not None:
+        raise ValueError(
+            "box_counts must be None for a list of per-image boxes (their lengths "
+            "are the counts)"
+        )
+    checks = _check_image_count(len(rois), features)
+    rows, lengths = [], []
+    for index, boxes in enumerate(rois):
+        count = tf.shape(boxes, out_type=tf.int64)[0]
+        lengths.append(count)
+        rows.append(tf.concat([tf.fill([count, 1], float(index)), boxes], axis=1))
+    with tf.control_dependencies(checks):
+        flat = tf.concat(rows, axis=0)
+    row_lengths = tf.stack(lengths)
+    return flat, lambda out: tf.RaggedTensor.from_row_lengths(
+        out, row_lengths, validate=False
+    )
 
 
 def _flat_batched_rois(rois, box_counts, features):
@@ -344,7 +422,9 @@ def roi_pool(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates,
         e.g. 1/16 for a stride-16 feature map.
@@ -357,7 +437,8 @@ def roi_pool(
 
     Returns:
       `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
-      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois and
+      for a list of per-image boxes.
 
     Example:
 
@@ -401,7 +482,9 @@ def roi_align(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
@@ -418,7 +501,8 @@ def roi_align(
 
     Returns:
       `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
-      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois and
+      for a list of per-image boxes.
 
     Example:
 
@@ -463,7 +547,9 @@ def ps_roi_pool(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
@@ -474,8 +560,8 @@ def ps_roi_pool(
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
-      as `rois` is.
+      `[K, height, width, C / (height * width)]` (or NCHW), per image as for
+      `roi_pool`.
 
     Example:
 
@@ -516,7 +602,9 @@ def ps_roi_align(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
@@ -532,8 +620,8 @@ def ps_roi_align(
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
-      as `rois` is.
+      `[K, height, width, C / (height * width)]` (or NCHW), per image as for
+      `roi_pool`.
 
     Example:
 
