@@ -1,9 +1,11 @@
 """tfco.layers RoI layers: config round trips, output shapes in both layouts
-and every box form, Keras conventions (names, data_format, autocast,
-supports_jit), constructor validation identical to the functions', and
-gradients through the layers."""
+and every box form, both call forms (also in saved functional models), Keras
+conventions (names, data_format, autocast, supports_jit), the refusal of `[K, 5]`
+Keras inputs and of other Keras backends, constructor validation identical to
+the functions', and gradients through the layers."""
 
 import inspect
+import os
 from unittest import mock
 
 import keras
@@ -170,6 +172,8 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
                         self.assertEqual(tuple(out.shape), expected)
                         shapes = tf.nest.map_structure(lambda t: t.shape, inputs)
                         self.assertEqual(layer.compute_output_shape(shapes), expected)
+                        if rois is _ROIS:
+                            continue  # Keras inputs refuse [K, 5] rows.
                         # Keras inputs: the batch dimension unknown, K unknown
                         # and independent of it.
                         symbolic = layer(
@@ -321,9 +325,131 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
                     str(from_layer.exception), str(from_function.exception)
                 )
 
+    def test_other_keras_backends_are_refused(self):
+        # Unchecked, KERAS_BACKEND=torch fails deep inside a call, on a torch
+        # dtype.
+        for backend in ("jax", "torch", "numpy"):
+            with mock.patch.object(keras.backend, "backend", return_value=backend):
+                for cls, kwargs in _LAYERS:
+                    with self.subTest(backend=backend, layer=cls.__name__):
+                        with self.assertRaisesRegex(
+                            RuntimeError,
+                            f"{cls.__name__} runs TensorFlow ops, but Keras runs "
+                            f"on the '{backend}' backend: set "
+                            "KERAS_BACKEND=tensorflow",
+                        ):
+                            cls(**kwargs)
+
+    def test_call_forms_agree(self):
+        boxes = np.stack([_ROIS[:2, 1:], _ROIS[1:, 1:]])  # [N=2, K=2, 4]
+        counts = np.array([2, 1], np.int32)
+        per_image = [boxes[0].tolist(), boxes[1, :1].tolist()]
+        for cls, kwargs in _LAYERS:
+            layer = cls(**kwargs)
+            features, _ = _inputs(cls)
+            with self.subTest(layer=cls.__name__):
+                expected = layer([features, boxes, counts])
+                self.assertEqual(tuple(expected.shape[:2]), (2, 2))
+                for got in (
+                    layer(features, boxes, counts),
+                    layer(features, boxes, [2, 1]),
+                    layer(features, boxes, box_counts=counts),
+                    layer(features, boxes=boxes, box_counts=counts),
+                    layer(inputs=features, boxes=boxes, box_counts=counts),
+                    layer(tuple([features, boxes, counts])),
+                ):
+                    self.assertAllEqual(got, expected)
+                self.assertAllEqual(layer(features, boxes), layer([features, boxes]))
+                self.assertAllEqual(layer(features, _ROIS), layer([features, _ROIS]))
+                # Per-image Python lists, which Keras alone would refuse as
+                # call arguments.
+                ragged = layer(features, per_image)
+                self.assertIsInstance(ragged, tf.RaggedTensor)
+                self.assertAllEqual(ragged.row_lengths(), [2, 1])
+                self.assertAllEqual(
+                    ragged.flat_values, expected[tf.sequence_mask(counts)]
+                )
+                self.assertAllEqual(layer([features, per_image]), ragged)
+
+    def test_bad_call(self):
+        layer = tfco.layers.RoIAlign(2)
+        features, _ = _inputs(tfco.layers.RoIAlign)
+        message = (
+            r"RoIAlign takes features, boxes and optionally box_counts: "
+            r"layer\(features, boxes, box_counts=None\) or layer\(\[features, "
+            r"boxes\]\) or layer\(\[features, boxes, box_counts\]\); got no boxes, "
+            r"and {}"
+        )
+        for inputs, got in (
+            (features, "EagerTensor inputs"),
+            ([features], "list of length 1 inputs"),
+            ([features, _ROIS, None, None], "list of length 4 inputs"),
+        ):
+            with self.subTest(got=got):
+                with self.assertRaisesRegex(ValueError, message.format(got)):
+                    layer(inputs)
+        with self.assertRaisesRegex(ValueError, message.format("EagerTensor")):
+            layer(features, box_counts=[1, 1])
+
+    def test_keras_inputs_refuse_rows(self):
+        # fit fails at the second batch on such a model, and under jit_compile
+        # it trains silently and predicts zeros for most rows.
+        for cls, kwargs in _LAYERS:
+            layer = cls(**kwargs)
+            features = tf.nest.map_structure(
+                lambda t: keras.Input(t.shape[1:]), _inputs(cls)[0]
+            )
+            for rows in (keras.Input((5,)), keras.Input((None,))):
+                for args, call_kwargs in (
+                    ((features, rows), {}),
+                    (([features, rows],), {}),
+                    ((features,), {"boxes": rows}),
+                ):
+                    with self.subTest(layer=cls.__name__, rows=rows.shape):
+                        with self.assertRaisesRegex(
+                            ValueError,
+                            rf"{cls.__name__} got boxes of shape \(None, (5|None)\) "
+                            r"from a Keras input: \[K, 5\] rows .* cannot go into a "
+                            r"Keras model.* Give boxes per image: \[N, K, 4\] with "
+                            r"box_counts .* or ragged \[N, None, 4\]",
+                        ):
+                            layer(*args, **call_kwargs)
+            # Direct calls on tensors take them.
+            self.assertEqual(layer(*_inputs(cls)).shape[0], len(_ROIS))
+
+    def test_saved_functional_models_in_both_call_forms(self):
+        boxes = np.stack([_ROIS[:2, 1:], _ROIS[1:, 1:]])
+        counts = np.array([2, 1], np.int32)
+        for cls, kwargs in _LAYERS:
+            for form in ("arguments", "list"):
+                with self.subTest(layer=cls.__name__, form=form):
+                    features = tf.nest.map_structure(
+                        lambda t: keras.Input(t.shape[1:]), _inputs(cls)[0]
+                    )
+                    box_input = keras.Input((None, 4))
+                    count_input = keras.Input((), dtype="int32")
+                    layer = cls(**kwargs)
+                    if form == "arguments":
+                        pooled = layer(features, box_input, count_input)
+                    else:
+                        pooled = layer([features, box_input, count_input])
+                    inputs = [features, box_input, count_input]
+                    model = keras.Model(inputs, pooled)
+                    data = [_inputs(cls)[0], boxes, counts]
+                    expected = layer(*data)
+                    self.assertAllEqual(model(data), expected)
+                    path = os.path.join(self.get_temp_dir(), f"{form}.keras")
+                    model.save(path)
+                    self.assertAllEqual(keras.saving.load_model(path)(data), expected)
+                    rebuilt = keras.Model.from_config(model.get_config())
+                    rebuilt.set_weights(model.get_weights())
+                    self.assertAllEqual(rebuilt(data), expected)
+
     def test_bad_input_shapes(self):
         layer = tfco.layers.PSRoIAlign((2, 3))
-        with self.assertRaisesRegex(ValueError, r"takes \[features, boxes\]"):
+        with self.assertRaisesRegex(
+            ValueError, r"takes features, boxes and optionally box_counts"
+        ):
             layer.compute_output_shape((2, 6, 7, 12))
         with self.assertRaisesRegex(ValueError, "features must have rank 4"):
             layer.compute_output_shape([(6, 7, 12), (3, 5)])
@@ -336,7 +462,7 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(
             ValueError, r"channels \(10\) must be divisible by .* \(6\)"
         ):
-            layer([keras.Input((6, 7, 10)), keras.Input((5,))])
+            layer([keras.Input((6, 7, 10)), keras.Input((None, 4))])
         multi_scale = tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[1.0])
         with self.assertRaisesRegex(ValueError, "takes a list of feature maps"):
             multi_scale.compute_output_shape([(2, 6, 7, 12), (3, 5)])
