@@ -1,5 +1,6 @@
-"""Tests of tfco.gradients: each utility against numeric gradients, and each
-shown to fix the failure it exists for."""
+"""Tests of tfco.gradients: each utility against numeric gradients, each
+shown to fix the failure it exists for, and each rejecting bad arguments by
+name, also at run time in `tf.function` where values or shapes are unknown."""
 
 import numpy as np
 import tensorflow as tf
@@ -183,6 +184,212 @@ class SoftmaxCrossEntropyTest(tf.test.TestCase, parameterized.TestCase):
         logits = tf.constant([[0.0, 0.0], [1.0, 1.0]])
         labels = tf.constant([[1.0, 0.0], [0.0, 1.0]])
         self.assertAllClose(grad(logits, labels), [[-0.5, 0.5], [0.5, -0.5]])
+
+
+_X = tf.constant([1.0, 2.0])
+_G = tfco.gradients
+
+
+class ArgumentErrorsTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.parameters(
+        # safe_where
+        (
+            lambda: _G.safe_where(_X > 0, "sqrt", tf.zeros_like, _X),
+            TypeError,
+            "x_fn must be a function of the inputs, got 'sqrt'",
+        ),
+        (
+            lambda: _G.safe_where(_X > 0, tf.sqrt, None, _X),
+            TypeError,
+            "y_fn must be a function",
+        ),
+        (
+            lambda: _G.safe_where(_X > 0, tf.sqrt, tf.zeros_like),
+            ValueError,
+            "safe_where needs at least one input",
+        ),
+        (
+            lambda: _G.safe_where([1, 0], tf.sqrt, tf.zeros_like, _X),
+            TypeError,
+            "cond must be bool, got int32",
+        ),
+        (
+            lambda: _G.safe_where([[True]], tf.sqrt, tf.zeros_like, _X),
+            ValueError,
+            r"inputs\[0\] must have the shape of cond, \(1, 1\), got \(2,\)",
+        ),
+        (
+            lambda: _G.safe_where(_X > 0, tf.sqrt, tf.zeros_like, _X, [1, 2]),
+            TypeError,
+            r"inputs\[1\] must be floating-point, got int32",
+        ),
+        (
+            lambda: _G.safe_where(_X > 0, tf.reduce_sum, tf.zeros_like, _X),
+            ValueError,
+            r"x_fn's result must have the shape of cond, \(2,\), got \(\)",
+        ),
+        (
+            lambda: _G.safe_where(_X > 0, tf.sqrt, lambda v: v > 0, _X),
+            TypeError,
+            "y_fn must return floating-point values, got bool",
+        ),
+        (
+            lambda: _G.safe_where(
+                _X > 0, tf.sqrt, lambda v: tf.cast(v, tf.float64), _X
+            ),
+            TypeError,
+            "x_fn and y_fn must return one dtype, got float32 and float64",
+        ),
+        # straight_through_round
+        (
+            lambda: _G.straight_through_round([1, 2]),
+            TypeError,
+            "x must be floating-point, got int32",
+        ),
+        (
+            lambda: _G.straight_through_round("a"),
+            TypeError,
+            "x must be floating-point, got string",
+        ),
+        # clip_gradient
+        (
+            lambda: _G.clip_gradient(_X, 1.0, -1.0),
+            ValueError,
+            r"lo must be at most hi, and neither NaN; got lo=1.0 and hi=-1.0",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, [0.0, 3.0], [1.0, 2.0]),
+            ValueError,
+            "lo must be at most hi",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, np.nan, 1.0),
+            ValueError,
+            "lo must be at most hi, and neither NaN; got lo=nan",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, -1.0, np.nan),
+            ValueError,
+            "neither NaN; got lo=-1.0 and hi=nan",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, "a", 1.0),
+            TypeError,
+            "lo must be a real number, got string",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, -1.0, True),
+            TypeError,
+            "hi must be a real number, got bool",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, -1.0, 1j),
+            TypeError,
+            "hi must be a real number, got complex128",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, [-1.0, -1.0, -1.0], 1.0),
+            ValueError,
+            r"lo must be a scalar or broadcast to the shape of x, \(2,\), got shape "
+            r"\(3,\)",
+        ),
+        (
+            lambda: _G.clip_gradient(_X, -1.0, [[1.0, 1.0]]),
+            ValueError,
+            r"hi must be a scalar or broadcast to the shape of x",
+        ),
+        (
+            lambda: _G.clip_gradient([1, 2], -1.0, 1.0),
+            TypeError,
+            "x must be floating-point, got int32",
+        ),
+        (lambda: _G.clip_gradient(None, -1.0, 1.0), TypeError, "x must be a tensor"),
+        # softmax_cross_entropy
+        (
+            lambda: _G.softmax_cross_entropy([[1, 2]], [[0.0, 1.0]]),
+            TypeError,
+            "logits must be floating-point, got int32",
+        ),
+        (
+            lambda: _G.softmax_cross_entropy(1.0, 1.0),
+            ValueError,
+            "logits must have a classes axis, got a scalar",
+        ),
+        (
+            lambda: _G.softmax_cross_entropy(
+                [[1.0, 2.0]], tf.constant([[0.0, 1.0]], tf.float64)
+            ),
+            TypeError,
+            "labels must have the dtype of logits, float32, got float64",
+        ),
+        (
+            lambda: _G.softmax_cross_entropy([[1.0, 2.0]], [[0.0, 1.0, 0.0]]),
+            ValueError,
+            r"labels must have the shape of logits, \(1, 2\), got \(1, 3\)",
+        ),
+        (
+            lambda: _G.softmax_cross_entropy([[1.0, 2.0]], [["a", "b"]]),
+            TypeError,
+            "labels must be numbers",
+        ),
+    )
+    def test_bad_arguments(self, call, error, message):
+        with self.assertRaisesRegex(error, message):
+            call()
+
+    def test_good_bounds(self):
+        # Ints, bounds of another float dtype, broadcasting and one-sided
+        # (infinite) bounds are all fine.
+        for lo, hi, expected in (
+            (-1, 1, [-1.0, 0.5, 1.0]),
+            (tf.constant(-1.0, tf.float64), np.float16(1), [-1.0, 0.5, 1.0]),
+            ([-2.0, 0.0, -2.0], 2.0, [-2.0, 0.5, 2.0]),
+            (-np.inf, 0.25, [-3.0, 0.25, 0.25]),
+        ):
+            with self.subTest(lo=lo, hi=hi):
+                (dx,) = _grad(
+                    lambda v, lo=lo, hi=hi: _G.clip_gradient(v, lo, hi),
+                    [1.0, 2.0, 3.0],
+                    upstream=tf.constant([-3.0, 0.5, 3.0]),
+                )
+                self.assertAllEqual(dx, expected)
+
+    def test_run_time_checks(self):
+        # In a tf.function without static values or shapes, the checks run
+        # with the graph.
+        spec = tf.TensorSpec(None, tf.float32)
+
+        @tf.function(input_signature=[spec] * 3)
+        def clip(x, lo, hi):
+            return _grad(lambda v: _G.clip_gradient(v, lo, hi), x)[0]
+
+        @tf.function(input_signature=[spec] * 2)
+        def cross_entropy(logits, labels):
+            return _G.softmax_cross_entropy(logits, labels)
+
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.bool), spec])
+        def where(cond, x):
+            return _G.safe_where(cond, tf.sqrt, tf.zeros_like, x)
+
+        ones = tf.ones([2, 3])
+        self.assertAllEqual(clip(ones, -1.0, 1.0), ones)
+        for call, message in (
+            (lambda: clip(ones, 1.0, -1.0), "lo must be at most hi, and neither NaN"),
+            (lambda: clip(ones, np.nan, 1.0), "lo must be at most hi"),
+            (lambda: clip(ones, tf.ones([2]), 2.0), "lo must broadcast to the shape"),
+            (lambda: clip(ones, -1.0, tf.ones([4, 2, 3])), "hi must broadcast to"),
+            (
+                lambda: cross_entropy(ones, tf.ones([2, 1])),
+                "labels must have the shape of logits",
+            ),
+            (
+                lambda: where(tf.ones([3], tf.bool), tf.ones([1])),
+                r"inputs\[0\] must have the shape of cond",
+            ),
+        ):
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    call()
 
 
 if __name__ == "__main__":

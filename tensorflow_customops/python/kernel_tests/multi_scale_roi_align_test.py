@@ -139,6 +139,10 @@ class MultiScaleRoiAlignTest(tf.test.TestCase, parameterized.TestCase):
         )
         out = tfco.multi_scale_roi_align(features, ragged, **kwargs)
         self.assertAllEqual(out.to_tensor(), padded)
+        per_image = [boxes[0].tolist(), boxes[1, :2].tolist()]
+        listed = tfco.multi_scale_roi_align(features, per_image, **kwargs)
+        self.assertIsInstance(listed, tf.RaggedTensor)
+        self.assertAllEqual(listed, out)
         single = tfco.multi_scale_roi_align(
             features[:1], boxes, spatial_scales=[0.25], output_size=2, sampling_ratio=2
         )

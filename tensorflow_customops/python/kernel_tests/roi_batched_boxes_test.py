@@ -1,7 +1,8 @@
 """Per-image boxes for the RoI functions: `[N, K, 4]` (with and without
-`box_counts` padding) and `tf.RaggedTensor` `[N, None, 4]` give, bit for bit,
-the rows the `[K, 5]` form gives, in eager, in `tf.function` with unknown shapes,
-with gradients; and bad boxes get errors that name the argument."""
+`box_counts` padding), `tf.RaggedTensor` `[N, None, 4]` and lists of per-image
+boxes in every container give, bit for bit, the rows the `[K, 5]` form gives, in
+eager, in `tf.function` with unknown shapes, with gradients; lists are told from
+rows by their elements; and bad boxes get errors that name the argument."""
 
 import contextlib
 import os
@@ -35,6 +36,22 @@ def _rows(padded, counts):
             for n, c in enumerate(counts)
         ]
     )
+
+
+def _box_lists(padded, counts):
+    """Image n's first counts[n] boxes in every container a list of per-image
+    boxes may come in, by name."""
+    arrays = [padded[n, :c] for n, c in enumerate(counts)]
+    return {
+        "tensors": [tf.constant(a) for a in arrays],
+        "arrays": arrays,
+        "python lists": [a.tolist() for a in arrays],
+        "tuple of float64 arrays": tuple(a.astype(np.float64) for a in arrays),
+        "mixed": [
+            tf.constant(a) if n % 3 == 0 else a if n % 3 == 1 else a.tolist()
+            for n, a in enumerate(arrays)
+        ],
+    }
 
 
 def _ragged(padded, counts):
@@ -100,6 +117,98 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(tf.reshape(got, rows.shape), rows)
 
     @parameterized.parameters(util.OP_NAMES)
+    def test_every_box_list_is_per_image(self, op):
+        case, boxes, padded = _case(op)
+        features = tf.constant(case.features_nhwc)
+        # Unequal lengths, image 1 without boxes (`[]` as Python lists), and
+        # equal lengths: always a RaggedTensor, whose rows are the [K, 5] form's.
+        for source, counts in ((padded, _COUNTS), (boxes, [7, 7, 7])):
+            rows = util.call(op, features, _rows(source, counts), case)
+            for container, rois in _box_lists(source, counts).items():
+                with self.subTest(container=container, counts=counts):
+                    got = util.call(op, features, rois, case)
+                    self.assertIsInstance(got, tf.RaggedTensor)
+                    self.assertEqual(got.shape[:2].as_list(), [3, None])
+                    self.assertAllEqual(got.row_lengths(), counts)
+                    self.assertAllEqual(got.flat_values, rows)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_rows_in_every_container(self, op):
+        case, _, padded = _case(op)
+        features = tf.constant(case.features_nhwc)
+        rows = _rows(padded, _COUNTS)
+        expected = util.call(op, features, rows, case)
+        for container, rois in (
+            ("python list", rows.tolist()),
+            ("tuple of arrays", tuple(rows)),
+            ("list of tensors", [tf.constant(r) for r in rows]),
+            ("tensor", tf.constant(rows)),
+        ):
+            with self.subTest(container=container):
+                got = util.call(op, features, rois, case)
+                self.assertNotIsInstance(got, tf.RaggedTensor)
+                self.assertAllEqual(got, expected)
+
+    def test_how_a_list_is_read(self):
+        features = tf.reshape(tf.range(16.0), [1, 4, 4, 1])
+        # A list of rows of five numbers: [K, 5] rows.
+        rows = tfco.roi_pool(features, [[0, 0, 0, 3, 3]], 2)
+        self.assertEqual(rows.shape, [1, 2, 2, 1])
+        # A list of an image's boxes: per image.
+        per_image = tfco.roi_pool(features, [[[0, 0, 3, 3]]], 2)
+        self.assertIsInstance(per_image, tf.RaggedTensor)
+        self.assertAllEqual(per_image.row_lengths(), [1])
+        self.assertAllEqual(per_image.flat_values, rows)
+        # An image without boxes is [] (a row is never empty).
+        features = tf.concat([features, features], 0)
+        empty = tfco.roi_pool(features, [[], []], 2)
+        self.assertAllEqual(empty.row_lengths(), [0, 0])
+        self.assertEqual(empty.flat_values.shape, [0, 2, 2, 1])
+
+    def test_box_list_errors(self):
+        features = tf.ones([2, 5, 5, 3])
+        cases = [
+            ([], ValueError, r"rois is an empty list: give np.zeros\(\[0, 5\]\)"),
+            (
+                [[0, 1, 1, 3, 3], [[1, 1, 3, 3]]],
+                ValueError,
+                r"rois mixes \[5\] rows .* rois\[0\] is a row and rois\[1\] an "
+                r"image's boxes",
+            ),
+            (
+                [np.ones([2, 4]), np.ones(5)],
+                ValueError,
+                r"rois\[1\] is a row and rois\[0\] an image's boxes",
+            ),
+            (
+                [[[0, 0, 3, 3], [1, 1]], []],
+                ValueError,
+                r"rois\[0\] must have shape \[L, 4\]: Can't convert non-rectangular",
+            ),
+            ([[], [[1, 1, 3]]], ValueError, r"rois\[1\] must have shape \[L, 4\]"),
+            ([[], [["a", "b", "c", "d"]]], TypeError, r"rois\[1\] must be numbers"),
+            (
+                [[0, 1, 1, 3, 3], [0, 1, 1]],
+                ValueError,
+                r"rois must be \[K, 5\] rows .*: Can't convert non-rectangular",
+            ),
+            (
+                [[[0, 0, 3, 3]], [], []],
+                ValueError,
+                "rois holds boxes for 3 images but features holds 2",
+            ),
+            ([[[0, 0, 3, 3]]], ValueError, "boxes for 1 images but features holds 2"),
+        ]
+        for rois, error, message in cases:
+            with self.subTest(rois=rois):
+                with self.assertRaisesRegex(error, message):
+                    tfco.roi_align(features, rois, 2)
+        with self.assertRaisesRegex(
+            ValueError, "box_counts must be None for a list of per-image boxes"
+        ):
+            tfco.roi_align(features, [[[0, 0, 3, 3]], []], 2, box_counts=[1, 0])
+
+    @parameterized.parameters(util.OP_NAMES)
     def test_gradients_equal_rows(self, op):
         case, _, padded = _case(op)
         features = tf.constant(case.features_nhwc)
@@ -108,6 +217,7 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
             (_rows(padded, _COUNTS), None),
             (padded, _COUNTS),
             (_ragged(padded, _COUNTS), None),
+            (_box_lists(padded, _COUNTS)["python lists"], None),
         ):
             with tf.GradientTape() as tape:
                 tape.watch(features)
@@ -118,8 +228,8 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
                 loss = tf.reduce_sum(tf.sin(values))
             results.append(tape.gradient(loss, features))
         self.assertGreater(np.count_nonzero(results[0]), 10)
-        self.assertAllEqual(results[1], results[0])
-        self.assertAllEqual(results[2], results[0])
+        for result in results[1:]:
+            self.assertAllEqual(result, results[0])
 
     @parameterized.parameters(util.OP_NAMES)
     def test_tf_function_with_unknown_shapes(self, op):
@@ -146,6 +256,15 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
         def ragged_fn(features, boxes):
             return util.call(op, features, boxes, case)
 
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, None, None, None], tf.float64),
+                [tf.TensorSpec([None, 4], tf.float32)] * len(_COUNTS),
+            ]
+        )
+        def list_fn(features, boxes):
+            return util.call(op, features, boxes, case)
+
         features = case.features_nhwc
         expected = getattr(tfco, op)(
             features, padded, box_counts=_COUNTS, **util.op_kwargs(op, case)
@@ -153,6 +272,8 @@ class RoiBatchedBoxesTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(padded_fn(features, padded, _COUNTS), expected)
         ragged = ragged_fn(features, _ragged(padded, _COUNTS))
         self.assertAllEqual(ragged.to_tensor(shape=expected.shape), expected)
+        from_list = list_fn(features, _box_lists(padded, _COUNTS)["arrays"])
+        self.assertAllEqual(from_list, ragged)
 
     def test_no_boxes(self):
         features = tf.ones([2, 5, 5, 3])

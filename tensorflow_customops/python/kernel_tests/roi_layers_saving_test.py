@@ -1,8 +1,9 @@
 """A functional model using tfco.layers.RoIAlign, saved as a .keras file and as
 a SavedModel and reloaded in a fresh Python: the same outputs, bit for bit.
 
-The model takes the images and the `[K, 5]` rois as two inputs with unrelated
-leading dimensions (K boxes over N images), and is called directly.
+The model takes the images, their boxes padded to `[N, K, 4]` and the count of
+each image's real boxes, and calls the layer as `layer(features, boxes,
+box_counts)`.
 """
 
 import os
@@ -37,13 +38,13 @@ _RELOAD = textwrap.dedent(
     import tensorflow_customops  # noqa: E402, F401
 
     inputs = np.load(inputs_path)
-    images, rois = inputs["images"], inputs["rois"]
+    inputs = [inputs["images"], inputs["boxes"], inputs["counts"]]
     model = keras.saving.load_model(keras_path)
     serving = tf.saved_model.load(saved_model_path)
     np.savez(
         outputs_path,
-        keras=np.asarray(model([images, rois])),
-        saved_model=serving.serve([tf.constant(images), tf.constant(rois)]).numpy(),
+        keras=np.asarray(model(inputs)),
+        saved_model=serving.serve([tf.constant(x) for x in inputs]).numpy(),
     )
     """
 )
@@ -52,13 +53,14 @@ _RELOAD = textwrap.dedent(
 def _model():
     keras.utils.set_random_seed(1)
     images = keras.Input((16, 16, 3), name="images")
-    rois = keras.Input((5,), batch_size=None, name="rois")
+    boxes = keras.Input((None, 4), name="boxes")
+    counts = keras.Input((), dtype="int32", name="counts")
     features = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(images)
     pooled = tfco.layers.RoIAlign(4, spatial_scale=0.5, sampling_ratio=2, aligned=True)(
-        [features, rois]
+        features, boxes, counts
     )
-    scores = keras.layers.Dense(3)(keras.layers.Flatten()(pooled))
-    return keras.Model([images, rois], scores)
+    scores = keras.layers.Dense(3)(keras.layers.Reshape((-1, 4 * 4 * 8))(pooled))
+    return keras.Model([images, boxes, counts], scores)
 
 
 class RoiLayersSavingTest(tf.test.TestCase):
@@ -66,19 +68,20 @@ class RoiLayersSavingTest(tf.test.TestCase):
         model = _model()
         rng = np.random.default_rng(0)
         images = rng.normal(size=(2, 16, 16, 3)).astype(np.float32)
-        # Five boxes over two images: K differs from the image batch.
-        rois = np.array(
+        # Three boxes in image 0 and two in image 1, padded with NaN, which
+        # the op would reject were it not skipped.
+        boxes = np.array(
             [
-                [0, 1.0, 2.0, 20.0, 25.0],
-                [1, 0.0, 0.0, 31.0, 31.0],
-                [1, 5.5, 7.25, 12.0, 30.0],
-                [0, 10.0, 3.0, 18.0, 9.0],
-                [1, 2.0, 2.0, 3.0, 3.0],
+                [[1.0, 2.0, 20.0, 25.0], [10.0, 3.0, 18.0, 9.0], [1, 1, 3, 3]],
+                [[0.0, 0.0, 31.0, 31.0], [5.5, 7.25, 12.0, 30.0], [np.nan] * 4],
             ],
             np.float32,
         )
-        expected = np.asarray(model([images, rois]))
-        self.assertEqual(expected.shape, (5, 3))
+        counts = np.array([3, 2], np.int32)
+        inputs = [images, boxes, counts]
+        expected = np.asarray(model(inputs))
+        self.assertEqual(expected.shape, (2, 3, 3))
+        self.assertTrue(np.all(np.isfinite(expected)))
 
         tmp = self.get_temp_dir()
         keras_path = os.path.join(tmp, "roi_model.keras")
@@ -87,7 +90,7 @@ class RoiLayersSavingTest(tf.test.TestCase):
         outputs_path = os.path.join(tmp, "outputs.npz")
         model.save(keras_path)
         model.export(saved_model_path, verbose=False)
-        np.savez(inputs_path, images=images, rois=rois)
+        np.savez(inputs_path, images=images, boxes=boxes, counts=counts)
 
         # Inherits PYTHONPATH, which points at Bazel's runfiles.
         result = subprocess.run(

@@ -124,7 +124,9 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         order = np.argsort(case.rois[:, 0], kind="stable")
         expected = util.run_op(op, case, dtype=tf.float32)[order]
         got = util.call(op, tf.constant(case.features_nhwc, tf.float32), boxes, case)
-        self.assertAllEqual(got, expected)
+        self.assertIsInstance(got, tf.RaggedTensor)
+        self.assertAllEqual(got.row_lengths(), [len(b) for b in boxes])
+        self.assertAllEqual(got.flat_values, expected)
 
     def test_float64_boxes_are_accepted(self):
         case = util.make_case("roi_align", seed=9, spatial_scale=1.0)

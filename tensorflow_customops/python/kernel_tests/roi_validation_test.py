@@ -115,18 +115,26 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
 
     @parameterized.product(op=util.OP_NAMES, scale=[0.0, -0.5, np.nan, np.inf])
     def test_spatial_scale(self, op, scale):
+        rois = [[0, 1, 1, 3, 3]]
+        with self.assertRaisesRegex(
+            ValueError, r"spatial_scale must be a finite positive number"
+        ):
+            _call(op, _features(op), rois, spatial_scale=scale)
         with self.assertRaisesRegex(
             tf.errors.InvalidArgumentError,
             r"spatial_scale must be finite and positive",
         ):
-            _call(op, _features(op), [[0, 1, 1, 3, 3]], spatial_scale=scale)
+            _raw_call(op, _features(op), rois, spatial_scale=scale)
 
     @parameterized.product(op=sorted(util.SAMPLING), ratio=[65, 10**6])
     def test_sampling_ratio_bound(self, op, ratio):
+        rois = [[0, 1, 1, 3, 3]]
+        with self.assertRaisesRegex(ValueError, r"sampling_ratio must be at most 64"):
+            _call(op, _features(op), rois, sampling_ratio=ratio)
         with self.assertRaisesRegex(
             tf.errors.InvalidArgumentError, r"sampling_ratio must be at most 64"
         ):
-            _call(op, _features(op), [[0, 1, 1, 3, 3]], sampling_ratio=ratio)
+            _raw_call(op, _features(op), rois, sampling_ratio=ratio)
 
     @parameterized.parameters(sorted(util.SAMPLING))
     def test_adaptive_grid_bound(self, op):

@@ -6,9 +6,46 @@ Each one fixes a gradient that plain autodiff gets wrong or does not give:
 - `straight_through_round`: rounds forward, passes the gradient through.
 - `clip_gradient`: identity forward, clips the gradient flowing back.
 - `softmax_cross_entropy`: the gradient in its simplified form, probs - labels.
+
+Each checks its arguments and names the one it rejects.
 """
 
+import numpy as np
 import tensorflow as tf
+
+
+def _tensor(value, name):
+    try:
+        return tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be a tensor: {error}") from None
+
+
+def _floating(value, name):
+    """`value` as a tensor; gradients flow only to floating-point ones."""
+    value = _tensor(value, name)
+    if not value.dtype.is_floating:
+        raise TypeError(f"{name} must be floating-point, got {value.dtype.name}")
+    return value
+
+
+def _same_shape(value, name, like, like_name):
+    """Raises unless `value` has the shape of `like`; the run-time check for
+    dimensions unknown until then."""
+    if not value.shape.is_compatible_with(like.shape):
+        raise ValueError(
+            f"{name} must have the shape of {like_name}, {like.shape}, got "
+            f"{value.shape}"
+        )
+    if value.shape.is_fully_defined() and like.shape.is_fully_defined():
+        return []
+    return [
+        tf.debugging.assert_equal(
+            tf.shape(value),
+            tf.shape(like),
+            message=f"{name} must have the shape of {like_name}",
+        )
+    ]
 
 
 def safe_where(cond, x_fn, y_fn, *inputs):
@@ -41,15 +78,37 @@ def safe_where(cond, x_fn, y_fn, *inputs):
     >>> tape.gradient(y, x)
     <tf.Tensor: shape=(2,), dtype=float32, numpy=array([0.  , 0.25], dtype=float32)>
     """
-    cond = tf.convert_to_tensor(cond, dtype=tf.bool)
+    for name, fn in (("x_fn", x_fn), ("y_fn", y_fn)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be a function of the inputs, got {fn!r}")
+    if not inputs:
+        raise ValueError(
+            "safe_where needs at least one input: the tensors x_fn and y_fn read"
+        )
+    cond = _tensor(cond, "cond")
+    if cond.dtype != tf.bool:
+        raise TypeError(f"cond must be bool, got {cond.dtype.name}")
+    inputs = [_floating(x, f"inputs[{i}]") for i, x in enumerate(inputs)]
+    checks = []
+    for i, x in enumerate(inputs):
+        checks += _same_shape(x, f"inputs[{i}]", cond, "cond")
 
     @tf.custom_gradient
     def _select(*xs):
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(xs)
-            taken = x_fn(*xs)
-            other = y_fn(*xs)
-        value = tf.where(cond, taken, other)
+            taken = _branch(x_fn, "x_fn", xs)
+            other = _branch(y_fn, "y_fn", xs)
+        if taken.dtype != other.dtype:
+            raise TypeError(
+                f"x_fn and y_fn must return one dtype, got {taken.dtype.name} and "
+                f"{other.dtype.name}"
+            )
+        with tf.control_dependencies(
+            _same_shape(taken, "x_fn's result", cond, "cond")
+            + _same_shape(other, "y_fn's result", cond, "cond")
+        ):
+            value = tf.where(cond, taken, other)
 
         def grad(upstream):
             from_taken = tape.gradient(taken, xs, output_gradients=upstream)
@@ -66,10 +125,20 @@ def safe_where(cond, x_fn, y_fn, *inputs):
 
         return value, grad
 
-    return _select(*[tf.convert_to_tensor(x) for x in inputs])
+    with tf.control_dependencies(checks):
+        return _select(*inputs)
 
 
-@tf.custom_gradient
+def _branch(fn, name, xs):
+    """`fn(*xs)`, a branch of `safe_where`, as a floating-point tensor."""
+    result = _tensor(fn(*xs), f"{name}'s result")
+    if not result.dtype.is_floating:
+        raise TypeError(
+            f"{name} must return floating-point values, got {result.dtype.name}"
+        )
+    return result
+
+
 def straight_through_round(x):
     """Rounds `x` to the nearest integer, with the identity as its gradient.
 
@@ -95,7 +164,11 @@ def straight_through_round(x):
     >>> tape.gradient(y, x)
     <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
+    return _round_with_identity_gradient(_floating(x, "x"))
 
+
+@tf.custom_gradient
+def _round_with_identity_gradient(x):
     def grad(upstream):
         return upstream
 
@@ -111,8 +184,10 @@ def clip_gradient(x, lo, hi):
 
     Args:
       x: A floating-point `Tensor`.
-      lo: The smallest gradient value let through (scalar or broadcastable).
-      hi: The largest gradient value let through.
+      lo: The smallest gradient value let through: a real number, or a tensor
+        that broadcasts to the shape of `x`; not NaN.
+      hi: The largest gradient value let through, likewise; at least `lo`
+        (checked at run time when a bound's value is not known before).
 
     Returns:
       `x`.
@@ -126,22 +201,71 @@ def clip_gradient(x, lo, hi):
     >>> tape.gradient(y, x)
     <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
+    x = _floating(x, "x")
+    lo, checks = _bound(lo, "lo", x)
+    hi, hi_checks = _bound(hi, "hi", x)
+    checks += hi_checks
+    lo_value, hi_value = tf.get_static_value(lo), tf.get_static_value(hi)
+    if lo_value is None or hi_value is None:
+        checks.append(
+            tf.debugging.assert_less_equal(
+                lo, hi, message="lo must be at most hi, and neither NaN"
+            )
+        )
+    elif not np.all(lo_value <= hi_value):
+        raise ValueError(
+            f"lo must be at most hi, and neither NaN; got lo={lo_value} and "
+            f"hi={hi_value}"
+        )
 
     @tf.custom_gradient
     def _identity(value):
         def grad(upstream):
-            return tf.clip_by_value(
-                upstream,
-                tf.cast(lo, upstream.dtype),
-                tf.cast(hi, upstream.dtype),
-            )
+            return tf.clip_by_value(upstream, lo, hi)
 
         return tf.identity(value), grad
 
-    return _identity(tf.convert_to_tensor(x))
+    with tf.control_dependencies(checks):
+        return _identity(x)
 
 
-@tf.custom_gradient
+def _bound(value, name, x):
+    """A bound of `clip_gradient` in the dtype of `x`, and the run-time check
+    that it broadcasts to `x`'s shape without growing it."""
+    value = _tensor(value, name)
+    if not (value.dtype.is_floating or value.dtype.is_integer):
+        raise TypeError(f"{name} must be a real number, got {value.dtype.name}")
+    try:
+        broadcast = tf.broadcast_static_shape(x.shape, value.shape)
+    except ValueError:
+        broadcast = None
+    if broadcast is None or not broadcast.is_compatible_with(x.shape):
+        raise ValueError(
+            f"{name} must be a scalar or broadcast to the shape of x, {x.shape}, "
+            f"got shape {value.shape}"
+        )
+    checks = []
+    if not (x.shape.is_fully_defined() and value.shape.is_fully_defined()):
+        x_shape, shape = tf.shape(x), tf.shape(value)
+        # Both shapes left-padded with ones to one rank, where each of the
+        # bound's dimensions must be 1 or x's.
+        rank = tf.maximum(tf.size(x_shape), tf.size(shape))
+
+        def padded(s):
+            return tf.concat([tf.ones([rank - tf.size(s)], s.dtype), s], 0)
+
+        fits = tf.logical_and(
+            tf.size(shape) <= tf.size(x_shape),
+            tf.reduce_all((padded(shape) == 1) | (padded(shape) == padded(x_shape))),
+        )
+        checks.append(
+            tf.debugging.Assert(
+                fits, [f"{name} must broadcast to the shape of x", shape, x_shape]
+            )
+        )
+    return tf.cast(value, x.dtype), checks
+
+
 def softmax_cross_entropy(logits, labels):
     """Cross-entropy of `labels` against `softmax(logits)` on the last axis.
 
@@ -164,8 +288,25 @@ def softmax_cross_entropy(logits, labels):
     >>> tfco.gradients.softmax_cross_entropy([[0.0, 0.0]], [[1.0, 0.0]])
     <tf.Tensor: shape=(1,), dtype=float32, numpy=array([0.6931472], dtype=float32)>
     """
-    logits = tf.convert_to_tensor(logits)
-    labels = tf.convert_to_tensor(labels, dtype=logits.dtype)
+    logits = _floating(logits, "logits")
+    if logits.shape.rank == 0:
+        raise ValueError("logits must have a classes axis, got a scalar")
+    # Tensors keep their dtype; Python and NumPy numbers take the logits'.
+    if isinstance(labels, (tf.Tensor, tf.Variable)) and labels.dtype != logits.dtype:
+        raise TypeError(
+            f"labels must have the dtype of logits, {logits.dtype.name}, got "
+            f"{labels.dtype.name}"
+        )
+    try:
+        labels = tf.convert_to_tensor(labels, dtype=logits.dtype)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"labels must be numbers: {error}") from None
+    with tf.control_dependencies(_same_shape(labels, "labels", logits, "logits")):
+        return _softmax_cross_entropy(logits, labels)
+
+
+@tf.custom_gradient
+def _softmax_cross_entropy(logits, labels):
     log_probs = tf.nn.log_softmax(logits)
     loss = -tf.reduce_sum(labels * log_probs, axis=-1)
 

@@ -7,6 +7,15 @@ input-image coordinates as the raw ops take them, or per-image boxes: `[N, K, 4]
 `[L_i, 4]`. Per-image boxes give per-image results, bit for bit the rows the
 `[K, 5]` form gives, and keep each image's boxes with it when Keras slices or
 shuffles a batch.
+
+A Python list (or tuple) is read by its elements. Elements that are rows of
+numbers (flat lists, 1-D arrays or tensors) make it `[K, 5]` rows: `[[0, 0, 0,
+3, 3]]` is one row. Elements that are an image's boxes (nested lists of rows,
+2-D arrays or tensors, or `[]` for an image without boxes) make it a list of
+per-image boxes, element `i` holding image `i`'s, of equal lengths or not:
+`[[[0, 0, 3, 3]], []]` is one box in image 0 and none in image 1. Its result
+is always a `tf.RaggedTensor` `[N, None, ...]`, as for ragged boxes. A list
+mixing rows and per-image boxes is an error.
 """
 
 import math
@@ -23,6 +32,8 @@ _POOL_ATTRS = ("pooled_height", "pooled_width", "spatial_scale", "data_format")
 _ALIGN_ATTRS = (*_POOL_ATTRS, "sampling_ratio", "aligned")
 _PS_ALIGN_ATTRS = _ALIGN_ATTRS
 
+# The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
+_MAX_SAMPLING_RATIO = 64
 FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 # Keras' names map onto TensorFlow's.
 _DATA_FORMATS = {
@@ -73,6 +84,84 @@ def check_data_format(data_format):
         ) from None
 
 
+def _check_int(value, name):
+    # bool is an Integral, but True is no count.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return int(value)
+
+
+def check_spatial_scale(spatial_scale):
+    """A finite positive float, also in float32 (the op's attribute type)."""
+    if isinstance(spatial_scale, bool) or not isinstance(spatial_scale, numbers.Real):
+        raise TypeError(f"spatial_scale must be a number, got {spatial_scale!r}")
+    with np.errstate(over="ignore"):
+        as_float32 = np.float32(spatial_scale)
+    if not 0 < as_float32 < np.inf:
+        raise ValueError(
+            "spatial_scale must be a finite positive number (in float32), got "
+            f"{spatial_scale!r}"
+        )
+    return float(spatial_scale)
+
+
+def check_sampling_ratio(sampling_ratio):
+    """An int at most 64 (the kernels' kMaxSamplingRatio), that fits the op's
+    int32 attribute."""
+    sampling_ratio = _check_int(sampling_ratio, "sampling_ratio")
+    if sampling_ratio > _MAX_SAMPLING_RATIO:
+        raise ValueError(
+            f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO} (or <= 0 for "
+            f"an adaptive grid), got {sampling_ratio}"
+        )
+    if sampling_ratio < -(2**31):
+        raise ValueError(
+            "sampling_ratio must be at least -2**31 (any value <= 0 means an "
+            f"adaptive grid), got {sampling_ratio}"
+        )
+    return sampling_ratio
+
+
+def check_aligned(aligned):
+    if not isinstance(aligned, (bool, np.bool_)):
+        raise TypeError(f"aligned must be a bool, got {aligned!r}")
+    return bool(aligned)
+
+
+def check_level_mapping(canonical_scale, canonical_level):
+    """(canonical_scale, canonical_level) of the FPN level mapping: ints, the
+    scale positive."""
+    canonical_scale = _check_int(canonical_scale, "canonical_scale")
+    canonical_level = _check_int(canonical_level, "canonical_level")
+    if canonical_scale <= 0:
+        raise ValueError(f"canonical_scale must be positive, got {canonical_scale}")
+    return canonical_scale, canonical_level
+
+
+def check_spatial_scales(spatial_scales):
+    """Per-level scales as floats: powers of two, each half the one before."""
+    if isinstance(spatial_scales, (tf.Tensor, np.ndarray)) or not isinstance(
+        spatial_scales, (list, tuple)
+    ):
+        raise TypeError(
+            f"spatial_scales must be a list of numbers, got {spatial_scales!r}"
+        )
+    scales = list(spatial_scales)
+    for level, scale in enumerate(scales):
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, numbers.Real)
+            or not (0 < scale < math.inf)
+            or not math.log2(scale).is_integer()
+            or (level and scale * 2 != scales[level - 1])
+        ):
+            raise ValueError(
+                "spatial_scales must be powers of two, each half the one before "
+                f"(finest level first), got {scales!r}"
+            )
+    return [float(s) for s in scales]
+
+
 def _check_features(features):
     features = tf.convert_to_tensor(features)
     if features.dtype not in FEATURE_DTYPES:
@@ -87,12 +176,28 @@ def _check_features(features):
     return features
 
 
-def _is_box_list(rois):
-    return (
-        isinstance(rois, (list, tuple))
-        and len(rois) > 0
-        and all(isinstance(b, (tf.Tensor, np.ndarray)) for b in rois)
-    )
+_ARRAYS = (tf.Tensor, tf.Variable, np.ndarray)
+
+
+def _rank(array):
+    shape = array.shape
+    return shape.rank if isinstance(shape, tf.TensorShape) else len(shape)
+
+
+def _is_sequence(value):
+    if isinstance(value, _ARRAYS):
+        return _rank(value) != 0
+    return isinstance(value, (list, tuple))
+
+
+def _is_row(element):
+    """For an element of a list of boxes: True for a row of numbers, False for
+    an image's boxes (2-D, of unknown rank, or `[]`), None for neither."""
+    if not _is_sequence(element):
+        return None
+    if isinstance(element, _ARRAYS):
+        return _rank(element) == 1
+    return bool(element) and not _is_sequence(element[0])
 
 
 def _leading_dim(tensor, axis=0):
@@ -157,19 +262,9 @@ def _flat_rois(rois, box_counts, features=None):
             with tf.control_dependencies(checks):
                 flat = tf.concat([index, values], 1)
         return flat, rois.with_values
-    if _is_box_list(rois):
-        if box_counts is not None:
-            raise ValueError("box_counts must be None for a list of per-image boxes")
-        rows = []
-        for index, boxes in enumerate(rois):
-            boxes = tf.cast(tf.convert_to_tensor(boxes), tf.float32)
-            if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
-                raise ValueError(
-                    f"rois[{index}] must have shape [L, 4], got {boxes.shape}"
-                )
-            batch_index = tf.fill([tf.shape(boxes)[0], 1], float(index))
-            rows.append(tf.concat([batch_index, boxes], axis=1))
-        return tf.concat(rows, axis=0), lambda out: out
+    rois = box_tensors(rois)
+    if isinstance(rois, list):
+        return _flat_box_list(rois, box_counts, features)
     rois = tf.convert_to_tensor(rois)
     if not (rois.dtype.is_floating or rois.dtype.is_integer):
         raise TypeError(f"rois must be numbers, got {rois.dtype.name}")
@@ -187,6 +282,69 @@ def _flat_rois(rois, box_counts, features=None):
     return rois, lambda out: out
 
 
+def box_tensors(rois):
+    """`rois` with its Python lists made tensors: a list of per-image boxes
+    becomes a list of float32 `[L_i, 4]` tensors, any other list one tensor;
+    other forms come back as they are."""
+    if not isinstance(rois, (list, tuple)):
+        return rois
+    if not rois:
+        raise ValueError(
+            "rois is an empty list: give np.zeros([0, 5]) for no [K, 5] rows, "
+            "or one list of boxes per image ([] for an image without boxes)"
+        )
+    rows = [_is_row(element) for element in rois]
+    if True in rows and False in rows:
+        raise ValueError(
+            "rois mixes [5] rows (batch_index, x1, y1, x2, y2) with per-image "
+            f"[L, 4] boxes: rois[{rows.index(True)}] is a row and "
+            f"rois[{rows.index(False)}] an image's boxes"
+        )
+    if not any(rows) and None not in rows:
+        return [_image_boxes(boxes, index) for index, boxes in enumerate(rois)]
+    try:
+        return tf.convert_to_tensor(rois)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"rois must be {_BOX_FORMATS}: {error}") from None
+
+
+def _image_boxes(boxes, index):
+    """Image `index`'s boxes in a list of per-image boxes, as a float32
+    `[L, 4]` tensor."""
+    if isinstance(boxes, (list, tuple)) and not boxes:
+        return tf.zeros([0, 4])
+    try:
+        boxes = tf.convert_to_tensor(boxes)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"rois[{index}] must have shape [L, 4]: {error}") from None
+    if not (boxes.dtype.is_floating or boxes.dtype.is_integer):
+        raise TypeError(f"rois[{index}] must be numbers, got {boxes.dtype.name}")
+    if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
+        raise ValueError(f"rois[{index}] must have shape [L, 4], got {boxes.shape}")
+    return tf.cast(boxes, tf.float32)
+
+
+def _flat_box_list(rois, box_counts, features):
+    """`_flat_rois` for the tensors of `box_tensors`; the result is ragged."""
+    if box_counts is not None:
+        raise ValueError(
+            "box_counts must be None for a list of per-image boxes (their lengths "
+            "are the counts)"
+        )
+    checks = _check_image_count(len(rois), features)
+    rows, lengths = [], []
+    for index, boxes in enumerate(rois):
+        count = tf.shape(boxes, out_type=tf.int64)[0]
+        lengths.append(count)
+        rows.append(tf.concat([tf.fill([count, 1], float(index)), boxes], axis=1))
+    with tf.control_dependencies(checks):
+        flat = tf.concat(rows, axis=0)
+    row_lengths = tf.stack(lengths)
+    return flat, lambda out: tf.RaggedTensor.from_row_lengths(
+        out, row_lengths, validate=False
+    )
+
+
 def _flat_batched_rois(rois, box_counts, features):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
     checks = _check_image_count(num_images, features)
@@ -198,7 +356,7 @@ def _flat_batched_rois(rois, box_counts, features):
             raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
     if tf.executing_eagerly():
         return _concrete_batched_rois(
-            rois.numpy(), None if box_counts is None else box_counts.numpy()
+            rois, None if box_counts is None else box_counts.numpy()
         )
 
     def result_shape(out):
@@ -253,16 +411,17 @@ def _flat_batched_rois(rois, box_counts, features):
 
 
 def _concrete_rows(boxes, box_counts):
-    """The `[M, 5]` rows of NumPy `[M, 4]` boxes, `box_counts[n]` of image n
-    after those of the images before it."""
+    """The `[M, 5]` rows of `[M, 4]` boxes, `box_counts[n]` of image n after
+    those of the images before it: the batch indices from NumPy, joined to the
+    boxes by one op, through which their gradient flows."""
     index = np.repeat(np.arange(len(box_counts), dtype=np.float32), box_counts)
-    return tf.constant(np.concatenate([index[:, np.newaxis], boxes], 1))
+    return tf.concat([index[:, np.newaxis], boxes], 1)
 
 
 def _concrete_batched_rois(boxes, box_counts):
-    """`_flat_batched_rois` for eager tensors, given as NumPy arrays: rows and
-    checks in NumPy, since every TensorFlow op costs an eager dispatch of its
-    own, and one op to restore the result."""
+    """`_flat_batched_rois` for eager `boxes` and NumPy `box_counts`: indices
+    and checks in NumPy, since every TensorFlow op costs an eager dispatch of
+    its own, and one op to restore the result."""
     num_images, boxes_per_image = boxes.shape[:2]
 
     def shape(out):
@@ -273,7 +432,7 @@ def _concrete_batched_rois(boxes, box_counts):
 
     if box_counts is None:
         flat = _concrete_rows(
-            boxes.reshape(-1, 4), np.full(num_images, boxes_per_image)
+            tf.reshape(boxes, [-1, 4]), np.full(num_images, boxes_per_image)
         )
         return flat, lambda out: tf.reshape(out, shape(out))
     counts = box_counts.tolist()  # Python's min and max: quicker on a few counts
@@ -295,9 +454,8 @@ def _concrete_batched_rois(boxes, box_counts):
             f"box_counts must be at most rois.shape[1] ({boxes_per_image}), got "
             f"{counts}",
         )
-    flat = _concrete_rows(
-        boxes[np.arange(boxes_per_image) < box_counts[:, np.newaxis]], box_counts
-    )
+    real = np.flatnonzero(np.arange(boxes_per_image) < box_counts[:, np.newaxis])
+    flat = _concrete_rows(tf.gather(tf.reshape(boxes, [-1, 4]), real), box_counts)
 
     def restore(out):
         if sum(counts) == num_images * boxes_per_image:
@@ -320,6 +478,10 @@ def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs
     result in the layout of `rois`."""
     pooled_height, pooled_width = check_size(output_size)
     data_format = check_data_format(data_format)
+    attrs["spatial_scale"] = check_spatial_scale(attrs["spatial_scale"])
+    if "sampling_ratio" in attrs:
+        attrs["sampling_ratio"] = check_sampling_ratio(attrs["sampling_ratio"])
+        attrs["aligned"] = check_aligned(attrs["aligned"])
     features = _check_features(features)
     flat, restore = _flat_rois(rois, box_counts, features)
     out = raw_op(
@@ -353,7 +515,9 @@ def roi_pool(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates,
         e.g. 1/16 for a stride-16 feature map.
@@ -366,7 +530,8 @@ def roi_pool(
 
     Returns:
       `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
-      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois and
+      for a list of per-image boxes.
 
     Example:
 
@@ -410,11 +575,13 @@ def roi_align(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` uses `ceil(bin size)` points (adaptive).
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` uses `ceil(bin size)` points (adaptive).
       aligned: If True, shift boxes by half a pixel so that pixel centres line
         up (use this for new models); False keeps Detectron's original
         behaviour.
@@ -427,7 +594,8 @@ def roi_align(
 
     Returns:
       `[K, height, width, C]` (or `[K, C, height, width]`); `[N, K, ...]` for
-      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois.
+      `[N, K, 4]` rois; a `RaggedTensor` `[N, None, ...]` for ragged rois and
+      for a list of per-image boxes.
 
     Example:
 
@@ -472,7 +640,9 @@ def ps_roi_pool(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
@@ -483,8 +653,8 @@ def ps_roi_pool(
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
-      as `rois` is.
+      `[K, height, width, C / (height * width)]` (or NCHW), per image as for
+      `roi_pool`.
 
     Example:
 
@@ -525,11 +695,13 @@ def ps_roi_align(
       rois: Boxes `(x1, y1, x2, y2)` in input-image coordinates: `[K, 5]`
         rows with the batch index first, `[N, K, 4]` per image (see
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
-        per-image `[L_i, 4]` boxes. Always float32 (other types are cast).
+        per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
+        module docstring says how such a list is told from a list of rows).
+        Always float32 (other types are cast).
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel, as torchvision does (the
         default); False samples at the unshifted coordinates. Boxes are never
         enlarged to 1x1, unlike `roi_align(aligned=False)`.
@@ -541,8 +713,8 @@ def ps_roi_align(
       name: A name for the operation (optional).
 
     Returns:
-      `[K, height, width, C / (height * width)]` (or NCHW); batched or ragged
-      as `rois` is.
+      `[K, height, width, C / (height * width)]` (or NCHW), per image as for
+      `roi_pool`.
 
     Example:
 
@@ -600,9 +772,9 @@ def multi_scale_roi_align(
       sampling_ratio: As in `roi_align`.
       aligned: As in `roi_align`; False, as in torchvision's module.
       canonical_scale: Box size (the square root of its area) that maps to
-        `canonical_level`.
-      canonical_level: Level of a box of size `canonical_scale`; a level's
-        number is `-log2(spatial_scale)`.
+        `canonical_level`, a positive int.
+      canonical_level: Level (an int) of a box of size `canonical_scale`; a
+        level's number is `-log2(spatial_scale)`.
       data_format: As in `roi_align`.
       box_counts: As in `roi_align`.
       name: A name for the operation (optional).
@@ -633,10 +805,13 @@ def multi_scale_roi_align(
     data_format = check_data_format(data_format)
     _check_pyramid(features, data_format)
     scales = _pyramid_scales(features, spatial_scales, image_size, data_format)
+    canonical_scale, canonical_level = check_level_mapping(
+        canonical_scale, canonical_level
+    )
     attrs = {
         "output_size": output_size,
-        "sampling_ratio": sampling_ratio,
-        "aligned": aligned,
+        "sampling_ratio": check_sampling_ratio(sampling_ratio),
+        "aligned": check_aligned(aligned),
         "data_format": data_format,
     }
     with tf.name_scope(name or "multi_scale_roi_align"):
@@ -679,13 +854,14 @@ def _check_pyramid(features, data_format):
 
 def _pyramid_scales(features, spatial_scales, image_size, data_format):
     """Validated per-level scales: powers of two, halving from level to level."""
+    if image_size is not None:
+        height, _ = check_size(image_size, "image_size")
     if spatial_scales is None:
         if image_size is None:
             raise ValueError(
                 "multi_scale_roi_align needs spatial_scales, or image_size to "
                 "infer them from the feature maps' heights"
             )
-        height, _ = check_size(image_size, "image_size")
         axis = 1 if data_format == "NHWC" else 2
         spatial_scales = []
         for level, f in enumerate(features):
@@ -695,31 +871,13 @@ def _pyramid_scales(features, spatial_scales, image_size, data_format):
                     f"unknown height ({f.shape}); pass spatial_scales"
                 )
             spatial_scales.append(2.0 ** round(math.log2(f.shape[axis] / height)))
-    if isinstance(spatial_scales, (tf.Tensor, np.ndarray)) or not isinstance(
-        spatial_scales, (list, tuple)
-    ):
-        raise TypeError(
-            f"spatial_scales must be a list of numbers, got {spatial_scales!r}"
-        )
-    scales = list(spatial_scales)
+    scales = check_spatial_scales(spatial_scales)
     if len(scales) != len(features):
         raise ValueError(
             f"spatial_scales must hold one scale per feature map ({len(features)}), "
             f"got {len(scales)}"
         )
-    for level, scale in enumerate(scales):
-        if (
-            isinstance(scale, bool)
-            or not isinstance(scale, numbers.Real)
-            or not (0 < scale < math.inf)
-            or not math.log2(scale).is_integer()
-            or (level and scale * 2 != scales[level - 1])
-        ):
-            raise ValueError(
-                "spatial_scales must be powers of two, each half the one before "
-                f"(finest level first), got {scales!r}"
-            )
-    return [float(s) for s in scales]
+    return scales
 
 
 def _fpn_levels(boxes, scales, canonical_scale, canonical_level):

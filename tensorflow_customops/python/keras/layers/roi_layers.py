@@ -5,14 +5,20 @@ They subclass the installed `keras`: Keras 3 from TensorFlow 2.16, Keras 2
 (the one `tf.keras` is) on TensorFlow 2.12 to 2.15, so they go into models of
 either. Only APIs both Keras versions have are used, except where noted.
 
-Each layer is called on `[features, boxes]` or `[features, boxes, box_counts]`
-(MultiScaleRoIAlign on `[[features per level], boxes, ...]`). For training
-with `fit`, give boxes per image, `[N, K, 4]` (padded, with `box_counts`) or
-a `tf.RaggedTensor` `[N, None, 4]`: Keras slices and shuffles them together
-with their images, and the result is per image, `[N, K, h, w, C]`. `[K, 5]`
-rows `(batch_index, x1, y1, x2, y2)` give `[K, h, w, C]`; their batch indices
-go stale when Keras slices or shuffles the images, so use them only in direct
-calls.
+Each layer is called as `layer(features, boxes)` or `layer(features, boxes,
+box_counts)`, or on a list, `layer([features, boxes])` or `layer([features,
+boxes, box_counts])`; MultiScaleRoIAlign takes the list of feature maps, finest
+first, in place of `features`. The boxes take the forms the functions take
+(see `tfco.roi_align`), with the result in the same layout. For a Keras model,
+give boxes per image, `[N, K, 4]` (padded, with `box_counts`) or a
+`tf.RaggedTensor` `[N, None, 4]`: Keras slices and shuffles them together with
+their images, and the result is per image, `[N, K, h, w, C]`. `[K, 5]` rows
+`(batch_index, x1, y1, x2, y2)` give `[K, h, w, C]` in direct calls on tensors;
+a layer called on `[K, 5]` Keras inputs refuses them, since their batch indices
+go stale when Keras slices or shuffles the images.
+
+The layers need Keras' TensorFlow backend (`KERAS_BACKEND=tensorflow`, the
+default); under another backend they refuse to be built.
 
 Boxes are never autocast: under a mixed precision policy the features are cast
 to the compute dtype and the box coordinates stay float32.
@@ -21,7 +27,6 @@ The layers are registered as `tfco>RoIAlign` and so on: a saved model that
 uses them reloads once `tensorflow_customops` has been imported.
 """
 
-import math
 import numbers
 
 import keras
@@ -29,47 +34,35 @@ import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library, roi_ops
 
-# The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
-_MAX_SAMPLING_RATIO = 64
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
-
-
-def _check_spatial_scale(spatial_scale):
-    if (
-        isinstance(spatial_scale, bool)
-        or not isinstance(spatial_scale, numbers.Real)
-        or not math.isfinite(spatial_scale)
-        or spatial_scale <= 0
-    ):
-        raise ValueError(
-            f"spatial_scale must be a finite positive number, got {spatial_scale!r}"
-        )
-    return float(spatial_scale)
-
-
-def _check_aligned(aligned):
-    if not isinstance(aligned, bool):
-        raise ValueError(f"aligned must be a bool, got {aligned!r}")
-    return aligned
-
-
-def _check_sampling_ratio(sampling_ratio):
-    if isinstance(sampling_ratio, bool) or not isinstance(
-        sampling_ratio, numbers.Integral
-    ):
-        raise ValueError(f"sampling_ratio must be an int, got {sampling_ratio!r}")
-    if sampling_ratio > _MAX_SAMPLING_RATIO:
-        raise ValueError(
-            f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO} (or <= 0 for "
-            f"an adaptive grid), got {sampling_ratio!r}"
-        )
-    return int(sampling_ratio)
 
 
 def _is_shape(value):
     return isinstance(value, (list, tuple)) and all(
         d is None or isinstance(d, numbers.Integral) for d in value
     )
+
+
+def _rank(shape):
+    # Keras 2's symbolic shapes are TensorShapes, Keras 3's tuples.
+    return shape.rank if isinstance(shape, tf.TensorShape) else len(shape)
+
+
+def _is_keras_tensor(value):
+    try:
+        return keras.backend.is_keras_tensor(value)
+    except ValueError:  # Keras 2's answer for anything but a tensor
+        return False
+
+
+def _counts_tensor(box_counts):
+    # Keras 3 takes no Python list as a positional call argument.
+    if not isinstance(box_counts, (list, tuple)):
+        return box_counts
+    try:
+        return tf.convert_to_tensor(box_counts)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"box_counts must be an int [N] tensor: {error}") from None
 
 
 class _RoILayer(keras.layers.Layer):
@@ -83,6 +76,13 @@ class _RoILayer(keras.layers.Layer):
     _multi_scale = False
 
     def __init__(self, output_size, data_format=None, **kwargs):
+        backend = keras.backend.backend()
+        if backend != "tensorflow":
+            raise RuntimeError(
+                f"{type(self).__name__} runs TensorFlow ops, but Keras runs on "
+                f"the {backend!r} backend: set KERAS_BACKEND=tensorflow before "
+                "importing keras"
+            )
         if not kwargs.get("name"):
             # Keras would derive "ro_i_align" from the class name.
             uid = keras.backend.get_uid(self._default_name)
@@ -102,22 +102,68 @@ class _RoILayer(keras.layers.Layer):
     def _op_kwargs(self):
         return {"output_size": self.output_size, "data_format": self.data_format}
 
-    def _split(self, inputs):
-        """(features, boxes, box_counts) from the call's inputs or shapes."""
-        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+    def _split(self, inputs, boxes=None, box_counts=None):
+        """(features, boxes, box_counts) from either call form, on tensors or
+        on shapes."""
+        if boxes is not None:
+            return inputs, boxes, box_counts
+        if (
+            box_counts is not None
+            or not isinstance(inputs, (list, tuple))
+            or len(inputs) not in (2, 3)
+        ):
             what = "[features per level]" if self._multi_scale else "features"
+            got = type(inputs).__name__
+            if isinstance(inputs, (list, tuple)):
+                got += f" of length {len(inputs)}"
             raise ValueError(
-                f"{type(self).__name__} takes [{what}, boxes] or [{what}, boxes, "
-                f"box_counts], got {inputs!r}"
+                f"{type(self).__name__} takes {what}, boxes and optionally "
+                f"box_counts: layer({what}, boxes, box_counts=None) or "
+                f"layer([{what}, boxes]) or layer([{what}, boxes, box_counts]); "
+                f"got no boxes, and {got} inputs"
             )
         return (*inputs, None) if len(inputs) == 2 else tuple(inputs)
 
-    def build(self, input_shape):
-        # Fails early on shapes the op would reject at run time.
-        self.compute_output_shape(input_shape)
+    def __call__(self, inputs, boxes=None, box_counts=None, **kwargs):
+        if box_counts is not None:
+            kwargs["box_counts"] = _counts_tensor(box_counts)
+        if boxes is not None:
+            return super().__call__(inputs, self._checked_boxes(boxes), **kwargs)
+        if isinstance(inputs, (list, tuple)) and len(inputs) in (2, 3):
+            features, boxes, *counts = inputs
+            inputs = [
+                features,
+                self._checked_boxes(boxes),
+                *map(_counts_tensor, counts),
+            ]
+        return super().__call__(inputs, **kwargs)
 
-    def compute_output_shape(self, input_shape):
-        features_shape, boxes_shape, counts_shape = self._split(input_shape)
+    def _checked_boxes(self, boxes):
+        """`boxes` as Keras takes them: Keras 3 refuses nested Python lists
+        of numbers, and lists that mix them with tensors, as call arguments."""
+        if isinstance(boxes, (list, tuple)):
+            return roi_ops.box_tensors(boxes)
+        # fit and predict slice [K, 5] rows apart from the images their first
+        # column indexes, so a model must not take them as an input.
+        if _is_keras_tensor(boxes) and _rank(boxes.shape) == 2:
+            raise ValueError(
+                f"{type(self).__name__} got boxes of shape {tuple(boxes.shape)} "
+                "from a Keras input: [K, 5] rows (batch_index, x1, y1, x2, y2) "
+                "cannot go into a Keras model, since fit and predict slice and "
+                "shuffle them apart from the images their batch indices name. Give "
+                "boxes per image: [N, K, 4] with box_counts (keras.Input((None, "
+                "4)) and keras.Input((), dtype='int32')), or ragged [N, None, 4] "
+                "(keras.Input((None, 4), ragged=True)). [K, 5] rows work in direct "
+                "calls on tensors."
+            )
+        return boxes
+
+    def compute_output_shape(
+        self, input_shape, boxes_shape=None, box_counts_shape=None
+    ):
+        features_shape, boxes_shape, counts_shape = self._split(
+            input_shape, boxes_shape, box_counts_shape
+        )
         if self._multi_scale:
             if not isinstance(features_shape, (list, tuple)) or _is_shape(
                 features_shape
@@ -156,10 +202,10 @@ class _RoILayer(keras.layers.Layer):
             return (*leading, height, width, channels)
         return (*leading, channels, height, width)
 
-    def compute_output_spec(self, inputs):
+    def compute_output_spec(self, inputs, boxes=None, box_counts=None):
         # Keras 3's symbolic call; Keras 2 traces `call` on its own symbolic
         # tensors instead and never calls this.
-        parts = self._split(inputs)
+        parts = self._split(inputs, boxes, box_counts)
         shapes = [
             [f.shape for f in x] if isinstance(x, (list, tuple)) else x.shape
             for x in parts
@@ -176,8 +222,8 @@ class _RoILayer(keras.layers.Layer):
             return tf.cast(features, self.compute_dtype)
         return features
 
-    def call(self, inputs):
-        features, boxes, box_counts = self._split(inputs)
+    def call(self, inputs, boxes=None, box_counts=None):
+        features, boxes, box_counts = self._split(inputs, boxes, box_counts)
         if self._multi_scale:
             features = [self._cast_features(f) for f in features]
         else:
@@ -199,7 +245,7 @@ class _RoILayer(keras.layers.Layer):
 class _SingleScaleLayer(_RoILayer):
     def __init__(self, output_size, spatial_scale=1.0, data_format=None, **kwargs):
         super().__init__(output_size, data_format, **kwargs)
-        self.spatial_scale = _check_spatial_scale(spatial_scale)
+        self.spatial_scale = roi_ops.check_spatial_scale(spatial_scale)
 
     def _op_kwargs(self):
         return {**super()._op_kwargs(), "spatial_scale": self.spatial_scale}
@@ -218,8 +264,8 @@ class _SamplingLayer(_SingleScaleLayer):
         **kwargs,
     ):
         super().__init__(output_size, spatial_scale, data_format, **kwargs)
-        self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
-        self.aligned = _check_aligned(
+        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_ops.check_aligned(
             self._default_aligned if aligned is None else aligned
         )
 
@@ -239,17 +285,30 @@ _ARGS_DOC = """
         both features and the output; TensorFlow's `"NHWC"`/`"NCHW"` work too.
         Defaults to `keras.backend.image_data_format()`.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
+{call}"""
+_CALL_DOC = """
+    Call arguments, also taken as one list `[features, boxes(, box_counts)]`:
+      {features}
+      boxes: Boxes in any form `tfco.roi_align` takes; in a Keras model
+        `[N, K, 4]` or ragged `[N, None, 4]`, never `[K, 5]` rows.
+      box_counts: With `[N, K, 4]` boxes, an int `[N]` tensor: the real boxes
+        of each image (optional).
 """
+_FEATURES_DOC = "features: `[N, H, W, C]` (or NCHW) features."
 _PS_DOC = "; the features' channels must be\n        divisible by `height * width`"
 _SAMPLING_DOC = """
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel (default {aligned})."""
 
 
 def _layer_doc(summary, ps=False, aligned=None):
     sampling = "" if aligned is None else _SAMPLING_DOC.format(aligned=aligned)
-    return summary + _ARGS_DOC.format(ps=_PS_DOC if ps else "", sampling=sampling)
+    return summary + _ARGS_DOC.format(
+        ps=_PS_DOC if ps else "",
+        sampling=sampling,
+        call=_CALL_DOC.format(features=_FEATURES_DOC),
+    )
 
 
 @keras.utils.register_keras_serializable(package="tfco")
@@ -296,8 +355,7 @@ class PSRoIAlign(_SamplingLayer):
 class MultiScaleRoIAlign(_RoILayer):
     """RoI Align over a feature pyramid, as `tfco.multi_scale_roi_align`.
 
-    Called on `[[features per level, finest first], boxes]` (and optionally
-    `box_counts`); each box is pooled from the level its size selects.
+    Each box is pooled from the level its size selects.
 
     Args:
       output_size: `int` or `(height, width)` of the output bins.
@@ -306,15 +364,20 @@ class MultiScaleRoIAlign(_RoILayer):
         static heights.
       image_size: `(height, width)` of the input images, to infer
         `spatial_scales`.
-      sampling_ratio: Sampling points per bin along each axis, at most 64;
-        `<= 0` is adaptive.
+      sampling_ratio: Sampling points per bin along each axis, an int at most
+        64; `<= 0` is adaptive.
       aligned: Shift boxes by half a pixel (default False, as torchvision).
-      canonical_scale: Box size that maps to `canonical_level` (224).
-      canonical_level: Pyramid level of such a box (4).
+      canonical_scale: Box size that maps to `canonical_level`, a positive
+        int (224).
+      canonical_level: Pyramid level of such a box, an int (4).
       data_format: As for `RoIAlign`.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
     """
 
+    __doc__ = __doc__.rstrip(" ") + _CALL_DOC.format(
+        features="features: A list of feature maps, one per pyramid level, "
+        "finest first."
+    )
     _op = staticmethod(roi_ops.multi_scale_roi_align)
     _default_name = "multi_scale_roi_align"
     _multi_scale = True
@@ -337,25 +400,20 @@ class MultiScaleRoIAlign(_RoILayer):
                 "MultiScaleRoIAlign needs spatial_scales, or image_size to infer them"
             )
         self.spatial_scales = (
-            None if spatial_scales is None else [float(s) for s in spatial_scales]
+            None
+            if spatial_scales is None
+            else roi_ops.check_spatial_scales(spatial_scales)
         )
         self.image_size = (
             None
             if image_size is None
             else list(roi_ops.check_size(image_size, "image_size"))
         )
-        self.sampling_ratio = _check_sampling_ratio(sampling_ratio)
-        self.aligned = _check_aligned(aligned)
-        for arg, value in (
-            ("canonical_scale", canonical_scale),
-            ("canonical_level", canonical_level),
-        ):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise ValueError(f"{arg} must be an int, got {value!r}")
-        if canonical_scale <= 0:
-            raise ValueError(f"canonical_scale must be positive, got {canonical_scale}")
-        self.canonical_scale = int(canonical_scale)
-        self.canonical_level = int(canonical_level)
+        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_ops.check_aligned(aligned)
+        self.canonical_scale, self.canonical_level = roi_ops.check_level_mapping(
+            canonical_scale, canonical_level
+        )
 
     def _op_kwargs(self):
         return {
