@@ -319,6 +319,23 @@ std::map<std::string, Tensor> RunRoi(const Case& c, const GPUDevice& d) {
   return runner.Outputs();
 }
 
+// RoiAlignGradBoxes and PsRoiAlignGradBoxes: the box gradient, [K, 5].
+std::map<std::string, Tensor> RunRoiGradBoxes(const Case& c,
+                                              const GPUDevice& d) {
+  const std::string kind = c.op.substr(0, c.op.size() - strlen("GradBoxes"));
+  const RoiCall call = MakeRoiCall(c, RoiKindOf(kind));
+  const Tensor& features = c.Input("features");
+  DeviceBuffer dfeatures(features), dgrads(c.Input("grads")),
+      drois(c.Input("rois"));
+  const int64_t k = call.args.shape.num_rois;
+  DeviceBuffer grad_rois = DeviceBuffer::Poisoned(k * 5 * sizeof(float));
+  CheckCore(TfcoRoiAlignGradBoxes(
+      d.core(), CoreDtype(features.dtype), &call.args, dgrads.get<void>(),
+      dfeatures.get<void>(), drois.get<float>(), grad_rois.get<float>()));
+  d.synchronize();
+  return {{"grad_rois", grad_rois.Download(DType::kFloat, {k, 5})}};
+}
+
 // --- MatrixMul.
 
 std::map<std::string, Tensor> RunMatrixMul(const Case& c, const GPUDevice& d) {
@@ -450,6 +467,8 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
           {"RoiAlignGrad", RunRoi},
           {"PsRoiAlign", RunRoi},
           {"PsRoiAlignGrad", RunRoi},
+          {"RoiAlignGradBoxes", RunRoiGradBoxes},
+          {"PsRoiAlignGradBoxes", RunRoiGradBoxes},
           {"RoiPool", RunRoi},
           {"RoiPoolGrad", RunRoi},
           {"PsRoiPool", RunRoi},

@@ -156,6 +156,28 @@ def _roi_cases(
     cases.append(
         _case(name + "/grad", functor + "Grad", attrs, inputs, outputs, "atomic", dtype)
     )
+    if functor.endswith("Align") and pooled.shape.num_elements():
+        # One box per block, summed in a fixed order: "sum", not "atomic".
+        box_grad = getattr(_ops, "custom_ops_" + op + "_grad_boxes")(
+            grads=grads, features=x, rois=rois, **op_attrs
+        )
+        inputs = {
+            "grads": (grads, dtype),
+            "features": (x, dtype),
+            "rois": (rois, "float32"),
+        }
+        outputs = {"grad_rois": (box_grad, "float32")}
+        cases.append(
+            _case(
+                name + "/grad_boxes",
+                functor + "GradBoxes",
+                attrs,
+                inputs,
+                outputs,
+                "sum",
+                dtype,
+            )
+        )
     return cases
 
 

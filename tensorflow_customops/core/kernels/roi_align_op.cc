@@ -33,13 +33,45 @@ struct AlignLaunch {
   }
 };
 
+// RoiAlignGradBoxes and PsRoiAlignGradBoxes: the box gradient.
+template <typename Device, typename T, roi::RoiKind kKind>
+class RoiAlignGradBoxesOp : public roi::RoiOpKernel<kKind> {
+ public:
+  using roi::RoiOpKernel<kKind>::RoiOpKernel;
+
+  void Compute(OpKernelContext* context) override {
+    constexpr roi::RoiKernelOptions options = roi::OptionsFor<Device, T>();
+    roi::RoiCall call;
+    OP_REQUIRES_OK(context,
+                   PrepareBoxGradient(context, this->attrs_, options, &call));
+    if (call.empty) return;
+    const CoreDevice device(context, options.on_gpu);
+    OP_REQUIRES_OK(context,
+                   CoreStatus(TfcoRoiAlignGradBoxes(
+                       device.get(), CoreDtype<T>(), &call.args,
+                       context->input(0).data(), context->input(1).data(),
+                       call.rois, call.outputs[0]->flat<float>().data())));
+  }
+};
+
 }  // namespace
 
-#define REGISTER(device, DeviceType, T)                                      \
-  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "RoiAlign", RoiKind::kAlign, \
-                            AlignLaunch, T);                                 \
-  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "PsRoiAlign",                \
-                            RoiKind::kPsAlign, AlignLaunch, T);
+// rois live in host memory, as for the other RoI kernels: they are validated
+// there before anything is launched.
+#define REGISTER_BOX_GRAD(device, DeviceType, op, kind, T)  \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>" op "GradBoxes") \
+                              .Device(device)               \
+                              .TypeConstraint<T>("T")       \
+                              .HostMemory("rois"),          \
+                          RoiAlignGradBoxesOp<DeviceType, T, kind>)
+#define REGISTER(device, DeviceType, T)                                       \
+  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "RoiAlign", RoiKind::kAlign,  \
+                            AlignLaunch, T);                                  \
+  TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "PsRoiAlign",                 \
+                            RoiKind::kPsAlign, AlignLaunch, T);               \
+  REGISTER_BOX_GRAD(device, DeviceType, "RoiAlign", roi::RoiKind::kAlign, T); \
+  REGISTER_BOX_GRAD(device, DeviceType, "PsRoiAlign", roi::RoiKind::kPsAlign, \
+                    T);
 #define REGISTER_CPU(T) REGISTER(DEVICE_CPU, CPUDevice, T)
 TF_CALL_FLOAT_TYPES(REGISTER_CPU);
 #undef REGISTER_CPU
@@ -50,6 +82,7 @@ TF_CALL_FLOAT_TYPES(REGISTER_GPU);
 #undef REGISTER_GPU
 #endif  // GOOGLE_CUDA
 #undef REGISTER
+#undef REGISTER_BOX_GRAD
 
 }  // namespace customops
 }  // namespace tensorflow

@@ -23,6 +23,15 @@ TfcoRoiAlignGrad(const TfcoDevice* device, TfcoDtype dtype,
                  const tensorflow::customops::roi::RoiArgs* args,
                  const void* grads, const float* rois, void* grad_features);
 
+// grad_rois = d(pooled)/d(rois)^T grads of the same kernel at its sampling
+// grid (the grid does not move with the box), as CropAndResize's box
+// gradient: [K, 5] floats, column 0 (the batch index) zero. `features` is the
+// forward's input; grad_rois is in host memory on CPU, device memory on GPU.
+extern "C" TFCO_CORE_API TfcoError TfcoRoiAlignGradBoxes(
+    const TfcoDevice* device, TfcoDtype dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
+    const void* features, const float* rois, float* grad_rois);
+
 #ifdef TFCO_KERNEL_CORE
 #include "tensorflow_customops/core/kernels/core_device.h"
 
@@ -39,23 +48,63 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE A SamplePoint(A start, int bin,
          static_cast<A>(i + .5f) * bin_size / static_cast<A>(grid);
 }
 
-// Calls visit(sample) for every bilinear sample of bin (ph, pw) of `box` that
-// lands on the map, in the order both passes accumulate them. O is the offset
-// type (see BilinearSample).
+// Calls visit(sample, iy, ix) for every bilinear sample (iy, ix) of bin
+// (ph, pw) of `box` that lands on the map, in the order every pass
+// accumulates them. O is the offset type (see BilinearSample).
 template <typename A, typename O = int64_t, typename Visit>
-EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void ForEachSample(const RoiArgs& args,
-                                                         const AlignBox<A>& box,
-                                                         int ph, int pw,
-                                                         Visit&& visit) {
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void ForEachSampleAt(
+    const RoiArgs& args, const AlignBox<A>& box, int ph, int pw,
+    Visit&& visit) {
   for (int iy = 0; iy < box.grid_h; ++iy) {
     const A y = SamplePoint(box.start_h, ph, box.bin_h, iy, box.grid_h);
     for (int ix = 0; ix < box.grid_w; ++ix) {
       const A x = SamplePoint(box.start_w, pw, box.bin_w, ix, box.grid_w);
       const BilinearSample<A, O> p = Bilinear<A, O>(
           y, x, args.shape.height, args.shape.width, args.features_layout);
-      if (p.valid) visit(p);
+      if (p.valid) visit(p, iy, ix);
     }
   }
+}
+
+// ForEachSampleAt for visitors of the sample alone.
+template <typename A, typename O = int64_t, typename Visit>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void ForEachSample(const RoiArgs& args,
+                                                         const AlignBox<A>& box,
+                                                         int ph, int pw,
+                                                         Visit&& visit) {
+  ForEachSampleAt<A, O>(
+      args, box, ph, pw,
+      [&](const BilinearSample<A, O>& p, int, int) { visit(p); });
+}
+
+// How sample i of bin `bin` moves with the box's near and far coordinates
+// along one axis (x1 and x2, or y1 and y2): the sample sits at fraction
+// t = (bin + (i + 0.5) / grid) / bins of the box, so it moves by
+// scale * (1 - t) and scale * t; where the one-pixel floor fixed the extent
+// it moves with the near edge alone.
+template <typename A>
+struct AxisMotion {
+  A near;
+  A far;
+};
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AxisMotion<A> SampleMotion(
+    A scale, bool floored, int bin, int i, int grid, int bins) {
+  if (floored) return {scale, A(0)};
+  const A t = (static_cast<A>(bin) +
+               (static_cast<A>(i) + A(0.5)) / static_cast<A>(grid)) /
+              static_cast<A>(bins);
+  return {scale * (A(1) - t), scale * t};
+}
+
+// Adds g times the slopes d(value)/dy and d(value)/dx of sample p, for one
+// channel whose corner values are v0..v3 (p.offset's order), to *dy and *dx;
+// an axis along which the point is clamped adds nothing.
+template <typename A, typename O>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void AddSlopes(
+    const BilinearSample<A, O>& p, A g, A v0, A v1, A v2, A v3, A* dy, A* dx) {
+  if (p.y_moves) *dy += g * ((A(1) - p.lx) * (v2 - v0) + p.lx * (v3 - v1));
+  if (p.x_moves) *dx += g * ((A(1) - p.ly) * (v1 - v0) + p.ly * (v3 - v2));
 }
 
 // Stride between consecutive output channels' input channels, and the offset
@@ -102,6 +151,14 @@ template <typename Device, typename T>
 struct RoiAlignGrad {
   void operator()(const Device& d, const roi::RoiArgs& args, const T* grads,
                   const float* rois, T* grad_features);
+};
+
+// grad_rois = d(pooled)/d(rois)^T grads (TfcoRoiAlignGradBoxes); every
+// element is written.
+template <typename Device, typename T>
+struct RoiAlignGradBoxes {
+  void operator()(const Device& d, const roi::RoiArgs& args, const T* grads,
+                  const T* features, const float* rois, float* grad_rois);
 };
 
 }  // namespace functor

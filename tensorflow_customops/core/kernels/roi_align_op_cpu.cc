@@ -49,6 +49,21 @@ TFCO_INLINE_INTO_CLONES void Scatter(A* __restrict__ out,
   for (int64_t c = 0; c < n; ++c) out[c * stride] += g[c] * w;
 }
 
+// Adds sum_c g[c] * d(value_c)/dy and /dx of sample p over n channels (corner
+// c at v_j[c * stride]) to *dy and *dx, channel by channel in order.
+template <typename A>
+void AddSampleSlopes(const roi::BilinearSample<A>& p, const A* base, const A* g,
+                     int64_t stride, int64_t n, A* dy, A* dx) {
+  const A* v0 = base + p.offset[0];
+  const A* v1 = base + p.offset[1];
+  const A* v2 = base + p.offset[2];
+  const A* v3 = base + p.offset[3];
+  for (int64_t c = 0; c < n; ++c) {
+    const int64_t o = c * stride;
+    roi::AddSlopes(p, g[c], v0[o], v1[o], v2[o], v3[o], dy, dx);
+  }
+}
+
 // Overloads for float and double, preferred to the templates, which they
 // inline once per clone (cpu_simd.h).
 #define DEFINE_CLONED_LOOPS(T)                                                 \
@@ -217,6 +232,74 @@ struct RoiAlignGrad<CPUDevice, T> {
   }
 };
 
+template <typename T>
+struct RoiAlignGradBoxes<CPUDevice, T> {
+  void operator()(const CPUDevice& d, const roi::RoiArgs& args,
+                  const T* grads_in, const T* features_in, const float* rois,
+                  float* grad_rois) {
+    typedef typename roi::AccumulatorType<T>::type A;
+    const roi::RoiShape& s = args.shape;
+    const roi::RoiAttrs& a = args.attrs;
+    const int64_t channels = s.out_channels;
+    std::vector<A> copy;
+    const A* features = roi::AsAccumulator(
+        d, features_in, s.batch * args.features_layout.n_stride, &copy);
+    const A scale = static_cast<A>(a.spatial_scale);
+    // One work item is one box: its four coordinates' sums run in a fixed
+    // order whatever the thread count.
+    auto work = [&](int64_t begin, int64_t end) {
+      std::vector<A> g_row(a.pooled_width * channels);
+      for (int64_t k = begin; k < end; ++k) {
+        const float* roi = rois + k * 5;
+        const A* image = features + static_cast<int64_t>(roi[0]) *
+                                        args.features_layout.n_stride;
+        const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
+        const A count = roi::SampleCount(box);
+        A x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+        for (int ph = 0; ph < a.pooled_height; ++ph) {
+          roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width, channels,
+                          grads_in, g_row.data());
+          for (A& g : g_row) g /= count;
+          for (int pw = 0; pw < a.pooled_width; ++pw) {
+            int64_t cs, first;
+            roi::BinChannels(args, ph, pw, &cs, &first);
+            const A* g = g_row.data() + pw * channels;
+            roi::ForEachSampleAt(
+                args, box, ph, pw,
+                [&](const roi::BilinearSample<A>& p, int iy, int ix) {
+                  A dy = 0, dx = 0;
+                  AddSampleSlopes(p, image + first, g, cs, channels, &dy, &dx);
+                  const roi::AxisMotion<A> my =
+                      roi::SampleMotion(scale, box.floored_h, ph, iy,
+                                        box.grid_h, a.pooled_height);
+                  const roi::AxisMotion<A> mx = roi::SampleMotion(
+                      scale, box.floored_w, pw, ix, box.grid_w, a.pooled_width);
+                  y1 += dy * my.near;
+                  y2 += dy * my.far;
+                  x1 += dx * mx.near;
+                  x2 += dx * mx.far;
+                });
+          }
+        }
+        float* out = grad_rois + k * 5;
+        out[0] = 0;
+        out[1] = static_cast<float>(x1);
+        out[2] = static_cast<float>(y1);
+        out[3] = static_cast<float>(x2);
+        out[4] = static_cast<float>(y2);
+      }
+    };
+    const int64_t samples =
+        a.bins() *
+        (a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4);
+    d.parallelFor(
+        s.num_rois,
+        Eigen::TensorOpCost(samples * channels * 5 * sizeof(A),
+                            5 * sizeof(float), samples * channels * 12),
+        work);
+  }
+};
+
 }  // namespace functor
 
 }  // namespace customops
@@ -253,5 +336,24 @@ extern "C" TfcoError TfcoRoiAlignGrad(
         functor::RoiAlignGrad<std::decay_t<decltype(d)>, T>()(
             d, roi::BackwardArgs(d, *args), static_cast<const T*>(grads), rois,
             static_cast<T*>(grad_features));
+      });
+}
+
+extern "C" TfcoError TfcoRoiAlignGradBoxes(
+    const TfcoDevice* device, TfcoDtype dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
+    const void* features, const float* rois, float* grad_rois) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return RunKernel<FloatTypes, FloatTypes>(
+      roi::KindName(args->attrs.kind), device, dtype,
+      [&](const auto& d, auto t) {
+        typedef decltype(t) T;
+        typedef std::decay_t<decltype(d)> Device;
+        auto run = [&](const roi::RoiArgs& a, const T* x) {
+          functor::RoiAlignGradBoxes<Device, T>()(
+              d, a, static_cast<const T*>(grads), x, rois, grad_rois);
+        };
+        roi::ReadFeaturesChannelsLast(d, *args, static_cast<const T*>(features),
+                                      run);
       });
 }

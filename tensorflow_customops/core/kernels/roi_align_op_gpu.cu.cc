@@ -4,8 +4,11 @@
 //
 // The backward pass adds into the feature gradient with atomics, so on GPU its
 // summation order, and the last bits of the result, can vary between runs.
+// The box gradient does not: each box is one block's fixed-order reduction.
 
 #if GOOGLE_CUDA
+
+#include <algorithm>
 
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
@@ -114,6 +117,80 @@ __global__ void __launch_bounds__(kGpuLoopThreads, 4)
   }
 }
 
+// Threads of a box gradient block, a power of two for its reduction.
+constexpr int kBoxGradThreads = 256;
+
+// Block b handles boxes b, b + gridDim.x, ...: its threads split the box's
+// (bin, channel) pairs, each summing its pairs' samples' slopes times their
+// motion into four partial coordinates, which the block then adds in a fixed
+// tree, so the result does not depend on scheduling.
+template <typename T>
+__global__ void __launch_bounds__(kBoxGradThreads)
+    RoiAlignGradBoxesKernel(roi::RoiArgs args, const T* __restrict__ grads,
+                            const T* __restrict__ features,
+                            const float* __restrict__ rois,
+                            float* __restrict__ grad_rois) {
+  typedef typename roi::AccumulatorType<T>::type A;
+  __shared__ A partial[4][kBoxGradThreads];
+  const roi::RoiAttrs& a = args.attrs;
+  const int64_t channels = args.shape.out_channels;
+  const int64_t pairs = a.bins() * channels;
+  const A scale = static_cast<A>(a.spatial_scale);
+  for (int64_t k = blockIdx.x; k < args.shape.num_rois; k += gridDim.x) {
+    const float* roi = rois + k * 5;
+    const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
+    const A count = roi::SampleCount(box);
+    const T* image =
+        features + static_cast<int64_t>(roi[0]) * args.features_layout.n_stride;
+    A sum[4] = {};  // x1, y1, x2, y2
+    for (int64_t i = threadIdx.x; i < pairs; i += blockDim.x) {
+      const int64_t c = i % channels;
+      const int bin = static_cast<int>(i / channels);
+      const int ph = bin / a.pooled_width, pw = bin % a.pooled_width;
+      const A g =
+          static_cast<A>(grads[args.pooled_layout.Offset(k, ph, pw, c)]) /
+          count;
+      int64_t cs, first;
+      roi::BinChannels(args, ph, pw, &cs, &first);
+      const T* channel = image + first + c * cs;
+      roi::ForEachSampleAt<A>(
+          args, box, ph, pw,
+          [&](const roi::BilinearSample<A>& p, int iy, int ix) {
+            A dy = 0, dx = 0;
+            roi::AddSlopes(p, g, static_cast<A>(channel[p.offset[0]]),
+                           static_cast<A>(channel[p.offset[1]]),
+                           static_cast<A>(channel[p.offset[2]]),
+                           static_cast<A>(channel[p.offset[3]]), &dy, &dx);
+            const roi::AxisMotion<A> my = roi::SampleMotion(
+                scale, box.floored_h, ph, iy, box.grid_h, a.pooled_height);
+            const roi::AxisMotion<A> mx = roi::SampleMotion(
+                scale, box.floored_w, pw, ix, box.grid_w, a.pooled_width);
+            sum[0] += dx * mx.near;
+            sum[1] += dy * my.near;
+            sum[2] += dx * mx.far;
+            sum[3] += dy * my.far;
+          });
+    }
+    for (int j = 0; j < 4; ++j) partial[j][threadIdx.x] = sum[j];
+    __syncthreads();
+    for (int stride = kBoxGradThreads / 2; stride > 0; stride /= 2) {
+      if (threadIdx.x < stride) {
+        for (int j = 0; j < 4; ++j) {
+          partial[j][threadIdx.x] += partial[j][threadIdx.x + stride];
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      float* out = grad_rois + k * 5;
+      out[0] = 0;
+      for (int j = 0; j < 4; ++j)
+        out[j + 1] = static_cast<float>(partial[j][0]);
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 namespace functor {
@@ -150,9 +227,22 @@ struct RoiAlignGrad<GPUDevice, T> {
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                \
-  template struct RoiAlign<GPUDevice, T>; \
-  template struct RoiAlignGrad<GPUDevice, T>;
+template <typename T>
+struct RoiAlignGradBoxes<GPUDevice, T> {
+  void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
+                  const T* features, const float* rois, float* grad_rois) {
+    // A block per box, up to what one launch may hold; blocks loop beyond.
+    const int64_t blocks = std::min<int64_t>(args.shape.num_rois, 65535);
+    LaunchGpuKernel(RoiAlignGradBoxesKernel<T>,
+                    dim3(static_cast<unsigned>(blocks)), dim3(kBoxGradThreads),
+                    d, args, grads, features, rois, grad_rois);
+  }
+};
+
+#define DEFINE_GPU_SPEC(T)                    \
+  template struct RoiAlign<GPUDevice, T>;     \
+  template struct RoiAlignGrad<GPUDevice, T>; \
+  template struct RoiAlignGradBoxes<GPUDevice, T>;
 TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
 

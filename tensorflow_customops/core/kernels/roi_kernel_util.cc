@@ -206,6 +206,25 @@ Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
   return PlaceRois(context, rois, options, call);
 }
 
+Status PrepareBoxGradient(OpKernelContext* context, const RoiAttrs& attrs,
+                          const RoiKernelOptions& options, RoiCall* call) {
+  const Tensor& grads = context->input(0);
+  const Tensor& features = context->input(1);
+  const Tensor& rois = context->input(2);
+  RoiShape shape;
+  TF_RETURN_IF_ERROR(
+      GetFeatureSizes(features.shape(), attrs, "features", &shape));
+  TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
+  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
+  TF_RETURN_IF_ERROR(
+      CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
+  TF_RETURN_IF_ERROR(
+      context->allocate_output(0, rois.shape(), &call->outputs[0]));
+  SetArgs(shape, attrs, call);
+  call->empty = shape.num_rois == 0;
+  return PlaceRois(context, rois, options, call);
+}
+
 }  // namespace roi
 }  // namespace customops
 }  // namespace tensorflow

@@ -56,6 +56,13 @@ Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
 Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
                        const RoiKernelOptions& options, RoiCall* call);
 
+// The same for a box gradient kernel (RoiAlignGradBoxes, PsRoiAlignGradBoxes):
+// grads (input 0, with the pooled shape), features (input 1) and rois
+// (input 2); allocates the box gradient (output 0, the shape of rois) as
+// call->outputs[0]. call->empty means there are no boxes.
+Status PrepareBoxGradient(OpKernelContext* context, const RoiAttrs& attrs,
+                          const RoiKernelOptions& options, RoiCall* call);
+
 // The op kernels of every RoI op and gradient: `kind`'s attrs, validation,
 // then a family's launcher, Launch, which calls the core's entry points:
 //   static TfcoError Forward(const TfcoDevice*, TfcoDtype,

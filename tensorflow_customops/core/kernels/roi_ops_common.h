@@ -133,6 +133,11 @@ struct BilinearSample {
   bool valid;
   O offset[4];
   A weight[4];
+  // The interpolation fractions, and whether the point moves the weights
+  // along each axis (it does not where it is clamped to the border): what the
+  // box gradient differentiates.
+  A ly, lx;
+  bool y_moves, x_moves;
 };
 
 // Bilinear interpolation as torchvision's RoIAlign defines it: points up to
@@ -148,6 +153,8 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A, O> Bilinear(
     return s;
   }
   s.valid = true;
+  s.y_moves = y > A(0);
+  s.x_moves = x > A(0);
   if (y <= A(0)) y = A(0);
   if (x <= A(0)) x = A(0);
   O y_low = static_cast<O>(y);
@@ -156,12 +163,14 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A, O> Bilinear(
   if (y_low >= height - 1) {
     y_high = y_low = static_cast<O>(height - 1);
     y = A(y_low);
+    s.y_moves = false;
   } else {
     y_high = y_low + 1;
   }
   if (x_low >= width - 1) {
     x_high = x_low = static_cast<O>(width - 1);
     x = A(x_low);
+    s.x_moves = false;
   } else {
     x_high = x_low + 1;
   }
@@ -169,6 +178,8 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BilinearSample<A, O> Bilinear(
   const A lx = x - A(x_low);
   const A hy = A(1) - ly;
   const A hx = A(1) - lx;
+  s.ly = ly;
+  s.lx = lx;
   s.weight[0] = hy * hx;
   s.weight[1] = hy * lx;
   s.weight[2] = ly * hx;
@@ -191,6 +202,10 @@ struct AlignBox {
   A bin_w;
   int grid_h;  // sampling points per bin, vertically
   int grid_w;
+  // Whether RoiAlign's legacy floor of one pixel fixed the box's extent,
+  // which then no longer depends on its far edge.
+  bool floored_h;
+  bool floored_w;
 };
 
 // The geometry of `roi` for the bilinear kinds. RoiAlign with aligned=false
@@ -207,10 +222,11 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
   box.start_h = static_cast<A>(roi[2]) * scale - offset;
   A roi_w = static_cast<A>(roi[3]) * scale - offset - box.start_w;
   A roi_h = static_cast<A>(roi[4]) * scale - offset - box.start_h;
-  if (!attrs.position_sensitive() && !attrs.aligned) {
-    roi_w = roi_w > A(1) ? roi_w : A(1);
-    roi_h = roi_h > A(1) ? roi_h : A(1);
-  }
+  const bool floor = !attrs.position_sensitive() && !attrs.aligned;
+  box.floored_w = floor && !(roi_w > A(1));
+  box.floored_h = floor && !(roi_h > A(1));
+  if (box.floored_w) roi_w = A(1);
+  if (box.floored_h) roi_h = A(1);
   box.bin_h = roi_h / static_cast<A>(attrs.pooled_height);
   box.bin_w = roi_w / static_cast<A>(attrs.pooled_width);
   box.grid_h = attrs.sampling_ratio > 0

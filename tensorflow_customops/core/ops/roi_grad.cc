@@ -1,7 +1,8 @@
 // C++ gradients of the RoI ops, used through SymbolicGradient. Python autodiff
-// uses the gradients registered in python/ops/roi_ops.py. Boxes get a zero
-// gradient: the ops are not differentiable with respect to box coordinates
-// in this library (as in torchvision).
+// uses the gradients registered in python/ops/roi_ops.py. The align kinds'
+// boxes get their box gradient op's; the pooling kinds round boxes to whole
+// pixels, so their output is piecewise constant in the coordinates and the
+// boxes get zero.
 
 #include <string>
 #include <vector>
@@ -40,14 +41,23 @@ AttrList AttrRefs(bool has_sampling_ratio, bool has_aligned) {
 }
 
 // d(features) from the gradient op fed (dpooled, rois, shape(features));
-// d(rois) is zero. `fixed_attrs` are set on the gradient op as values rather
+// d(rois) from the box gradient op fed (dpooled, features, rois), or zero
+// where `box_grad_op` is empty. `fixed_attrs` are set on both as values rather
 // than passed through.
 FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
+                                  const std::string& box_grad_op,
                                   bool has_sampling_ratio, bool has_aligned,
                                   const AttrList& fixed_attrs = {}) {
   AttrList grad_op_attrs = AttrRefs(has_sampling_ratio, has_aligned);
   grad_op_attrs.insert(grad_op_attrs.end(), fixed_attrs.begin(),
                        fixed_attrs.end());
+  FDH::Node drois =
+      box_grad_op.empty()
+          ? FDH::Node{{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}}
+          : FDH::Node{{"drois"},
+                      box_grad_op,
+                      {"dpooled", "features", "rois"},
+                      grad_op_attrs};
   return FDH::Define(
       // Arg defs
       {"features: T", "rois: float", "dpooled: T"},
@@ -65,12 +75,13 @@ FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
            grad_op,
            {"dpooled", "rois", "features_shape"},
            grad_op_attrs},
-          {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
+          drois,
       });
 }
 
 Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
   *g = BilinearOrAverageGrad("CustomOps>RoiAlignGrad",
+                             "CustomOps>RoiAlignGradBoxes",
                              /*has_sampling_ratio=*/true, /*has_aligned=*/true);
   return OkStatus();
 }
@@ -83,13 +94,14 @@ Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
     TF_RETURN_IF_ERROR(GetNodeAttr(attrs, "aligned", &aligned));
   }
   *g = BilinearOrAverageGrad("CustomOps>PsRoiAlignGrad",
+                             "CustomOps>PsRoiAlignGradBoxes",
                              /*has_sampling_ratio=*/true,
                              /*has_aligned=*/false, {{"aligned", aligned}});
   return OkStatus();
 }
 
 Status PsRoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
-  *g = BilinearOrAverageGrad("CustomOps>PsRoiPoolGrad",
+  *g = BilinearOrAverageGrad("CustomOps>PsRoiPoolGrad", /*box_grad_op=*/"",
                              /*has_sampling_ratio=*/false,
                              /*has_aligned=*/false);
   return OkStatus();

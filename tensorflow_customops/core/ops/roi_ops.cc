@@ -103,6 +103,24 @@ Status GradShape(InferenceContext* c, Family family, int features_shape_input) {
   return OkStatus();
 }
 
+// Box gradient: grads (pooled shape), features, rois -> rois' shape.
+Status BoxGradShape(InferenceContext* c, Family family) {
+  ShapeHandle features;
+  TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 4, &features));
+  DimensionHandle num_rois;
+  TF_RETURN_IF_ERROR(RoisNumRois(c, 2, &num_rois));
+  bool nchw;
+  TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
+  DimensionHandle channels;
+  TF_RETURN_IF_ERROR(
+      PooledChannels(c, family, c->Dim(features, nchw ? 1 : 3), &channels));
+  ShapeHandle pooled, unused;
+  TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
+  TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
+  c->set_output(0, c->Matrix(num_rois, 5));
+  return OkStatus();
+}
+
 }  // namespace
 
 #define TFCO_ROI_COMMON_ATTRS                         \
@@ -209,6 +227,29 @@ features_shape: Shape of RoiAlign's features, int32 [4].
 grad_features: Gradient with respect to features.
 )doc");
 
+REGISTER_OP("CustomOps>RoiAlignGradBoxes")
+    .Input("grads: T")
+    .Input("features: T")
+    .Input("rois: float")
+    .Output("grad_rois: float")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
+    .Attr("aligned: bool = false")
+    .SetShapeFn([](InferenceContext* c) {
+      return BoxGradShape(c, Family::kPlain);
+    })
+    .Doc(R"doc(
+Gradient of RoiAlign with respect to the box coordinates, at the sampling grid
+the boxes give (the grid's size does not move with them), as CropAndResize's
+box gradient. Bilinear interpolation is not differentiable where a sample
+crosses a pixel row or column; there the slope of the pixel it lies in is
+taken.
+
+grads: Gradient with respect to RoiAlign's output.
+features: The features given to RoiAlign.
+rois: The boxes given to RoiAlign.
+grad_rois: Gradient with respect to rois, [K, 5]; the batch index column is 0.
+)doc");
+
 REGISTER_OP("CustomOps>PsRoiPool")
     .Input("features: T")
     .Input("rois: float")
@@ -299,6 +340,26 @@ grads: Gradient with respect to PsRoiAlign's output.
 rois: The boxes given to PsRoiAlign.
 features_shape: Shape of PsRoiAlign's features, int32 [4].
 grad_features: Gradient with respect to features.
+)doc");
+
+REGISTER_OP("CustomOps>PsRoiAlignGradBoxes")
+    .Input("grads: T")
+    .Input("features: T")
+    .Input("rois: float")
+    .Output("grad_rois: float")
+    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
+    .Attr("aligned: bool = true")
+    .SetShapeFn([](InferenceContext* c) {
+      return BoxGradShape(c, Family::kPositionSensitive);
+    })
+    .Doc(R"doc(
+Gradient of PsRoiAlign with respect to the box coordinates, as
+RoiAlignGradBoxes.
+
+grads: Gradient with respect to PsRoiAlign's output.
+features: The features given to PsRoiAlign.
+rois: The boxes given to PsRoiAlign.
+grad_rois: Gradient with respect to rois, [K, 5]; the batch index column is 0.
 )doc");
 
 #undef TFCO_ROI_COMMON_ATTRS

@@ -893,34 +893,54 @@ def _fpn_levels(boxes, scales, canonical_scale, canonical_level):
     return tf.cast(tf.clip_by_value(level, first, last) - first, tf.int32)
 
 
-def _register_feature_gradient(op_type, grad_op, attr_names):
+def _skipped(op, index):
+    """Whether autodiff needs no gradient for input `index` of `op` (eager
+    only: TensorFlow names the inputs nothing is watching)."""
+    return index in (getattr(op, "skip_input_indices", None) or ())
+
+
+def _register_gradient(op_type, grad_op, attr_names, box_grad_op=None):
     """Registers the Python gradient of a RoI op: d(features) from its gradient
-    op, nothing for rois (nor for RoiPool's argmax output)."""
+    op, and d(rois) from its box gradient op. The pooling kinds round boxes to
+    whole pixels, so their output is piecewise constant in the coordinates and
+    their box gradient is zero (where it exists)."""
 
     @tf.RegisterGradient(op_type)
     def _grad(op, grad, *_):
-        argmax = {"argmax": op.outputs[1]} if len(op.outputs) > 1 else {}
-        grad_features = grad_op(
-            grads=grad,
-            rois=op.inputs[1],
-            features_shape=tf.shape(op.inputs[0], out_type=tf.int32),
-            **argmax,
-            **{name: op.get_attr(name) for name in attr_names},
-        )
-        return [grad_features, None]
+        attrs = {name: op.get_attr(name) for name in attr_names}
+        features, rois = op.inputs[0], op.inputs[1]
+        grad_features = None
+        if not _skipped(op, 0):
+            argmax = {"argmax": op.outputs[1]} if len(op.outputs) > 1 else {}
+            grad_features = grad_op(
+                grads=grad,
+                rois=rois,
+                features_shape=tf.shape(features, out_type=tf.int32),
+                **argmax,
+                **attrs,
+            )
+        if _skipped(op, 1):
+            grad_rois = None
+        elif box_grad_op is None:
+            grad_rois = tf.zeros_like(rois)
+        else:
+            grad_rois = box_grad_op(grads=grad, features=features, rois=rois, **attrs)
+        return [grad_features, grad_rois]
 
 
-_register_feature_gradient(
-    "CustomOps>RoiPool", _ops.custom_ops_roi_pool_grad, _POOL_ATTRS
+_register_gradient("CustomOps>RoiPool", _ops.custom_ops_roi_pool_grad, _POOL_ATTRS)
+_register_gradient(
+    "CustomOps>RoiAlign",
+    _ops.custom_ops_roi_align_grad,
+    _ALIGN_ATTRS,
+    _ops.custom_ops_roi_align_grad_boxes,
 )
-_register_feature_gradient(
-    "CustomOps>RoiAlign", _ops.custom_ops_roi_align_grad, _ALIGN_ATTRS
-)
-_register_feature_gradient(
-    "CustomOps>PsRoiPool", _ops.custom_ops_ps_roi_pool_grad, _POOL_ATTRS
-)
-_register_feature_gradient(
-    "CustomOps>PsRoiAlign", _ops.custom_ops_ps_roi_align_grad, _PS_ALIGN_ATTRS
+_register_gradient("CustomOps>PsRoiPool", _ops.custom_ops_ps_roi_pool_grad, _POOL_ATTRS)
+_register_gradient(
+    "CustomOps>PsRoiAlign",
+    _ops.custom_ops_ps_roi_align_grad,
+    _PS_ALIGN_ATTRS,
+    _ops.custom_ops_ps_roi_align_grad_boxes,
 )
 
 
@@ -944,28 +964,79 @@ def _gather_at_argmax(features, rois, argmax, data_format):
     return tf.gather(values, index)
 
 
-def _register_second_order(grad_op_type, forward_op, attr_names):
+def _register_second_order(grad_op_type, forward_op, attr_names, box_grad_op=None):
     """Registers the gradient of a RoI gradient op. It is linear in its
     incoming gradient, so its own gradient is the forward op (for RoiPoolGrad,
-    the gather at argmax); rois, argmax and features_shape get none."""
+    the gather at argmax). With respect to rois, <h, Grad(g, rois)> is
+    <Forward(h, rois), g>, whose box gradient is the box gradient op fed g and
+    h; the pooling kinds' is zero. argmax and features_shape get none."""
 
     @tf.RegisterGradient(grad_op_type)
     def _grad(op, grad):
         attrs = {name: op.get_attr(name) for name in attr_names}
-        rois = op.inputs[1]
+        grads, rois = op.inputs[0], op.inputs[1]
+        if _skipped(op, 1):
+            grad_rois = None
+        elif box_grad_op is None:
+            grad_rois = tf.zeros_like(rois)
+        else:
+            grad_rois = box_grad_op(grads=grads, features=grad, rois=rois, **attrs)
         if forward_op is None:
             pooled = _gather_at_argmax(grad, rois, op.inputs[2], attrs["data_format"])
-            return [pooled, None, None, None]
-        return [forward_op(features=grad, rois=rois, **attrs), None, None]
+            return [pooled, grad_rois, None, None]
+        return [forward_op(features=grad, rois=rois, **attrs), grad_rois, None]
 
 
 _register_second_order("CustomOps>RoiPoolGrad", None, _POOL_ATTRS)
 _register_second_order(
-    "CustomOps>RoiAlignGrad", _ops.custom_ops_roi_align, _ALIGN_ATTRS
+    "CustomOps>RoiAlignGrad",
+    _ops.custom_ops_roi_align,
+    _ALIGN_ATTRS,
+    _ops.custom_ops_roi_align_grad_boxes,
 )
 _register_second_order(
     "CustomOps>PsRoiPoolGrad", _ops.custom_ops_ps_roi_pool, _POOL_ATTRS
 )
 _register_second_order(
-    "CustomOps>PsRoiAlignGrad", _ops.custom_ops_ps_roi_align, _PS_ALIGN_ATTRS
+    "CustomOps>PsRoiAlignGrad",
+    _ops.custom_ops_ps_roi_align,
+    _PS_ALIGN_ATTRS,
+    _ops.custom_ops_ps_roi_align_grad_boxes,
 )
+
+
+def _known_zero(tensor):
+    """Whether `tensor` is zero by construction: the upstream gradient autodiff
+    feeds an output nothing depends on (in a function's gradient, say)."""
+    if not isinstance(tensor, tf.Tensor):
+        return tensor is None
+    if not tf.executing_eagerly() and tensor.op.type == "ZerosLike":
+        return True
+    value = tf.get_static_value(tensor)
+    return value is not None and not np.any(value)
+
+
+def _register_box_gradient_error(op_type):
+    """The box gradient ops' own gradient (a second derivative through box
+    coordinates) is not implemented. A function's gradient differentiates
+    every output, so a traced gradient of one cannot raise: it checks at run
+    time that nothing flows in (and then is zero), and raises otherwise,
+    rather than let autodiff treat it as zero. XLA drops the check."""
+    message = (
+        f"{op_type} has no gradient: second derivatives through RoI box "
+        "coordinates are not implemented (stop the gradient at the boxes, e.g. "
+        "tf.stop_gradient(boxes), for higher-order gradients with respect to "
+        "the features)"
+    )
+
+    @tf.RegisterGradient(op_type)
+    def _grad(op, grad):
+        if _known_zero(grad):
+            return [None] * len(op.inputs)
+        check = tf.debugging.Assert(tf.reduce_all(tf.equal(grad, 0)), [message])
+        with tf.control_dependencies([check]):
+            return [tf.zeros_like(x) for x in op.inputs]
+
+
+_register_box_gradient_error("CustomOps>RoiAlignGradBoxes")
+_register_box_gradient_error("CustomOps>PsRoiAlignGradBoxes")

@@ -91,6 +91,26 @@ def _grad_property_case(op):
     return Case(f"{op}_grad_float32", make, forward)
 
 
+def _box_grad_property_case(op):
+    """The box gradient op called directly, with a random incoming gradient."""
+    box_grad_op = getattr(_ops, f"custom_ops_{op}_grad_boxes")
+    attrs = dict(
+        _PROPERTY_ATTRS[op], pooled_height=_OUTPUT_SIZE, pooled_width=_OUTPUT_SIZE
+    )
+    channels = 64 // _OUTPUT_SIZE**2 if op.startswith("ps_") else 64
+    pooled_shape = (300, _OUTPUT_SIZE, _OUTPUT_SIZE, channels)
+
+    def make(seed):
+        features, rois = _property_inputs(seed, tf.float32)
+        grads = values.rounded_normal(values.rng(seed + 1), pooled_shape, tf.float32)
+        return [features, rois, grads]
+
+    def forward(features, rois, grads):
+        return box_grad_op(grads=grads, features=features, rois=rois, **attrs)
+
+    return Case(f"{op}_grad_boxes_float32", make, forward)
+
+
 _PROPERTY_VARIANTS = {
     "roi_pool": [(tf.bfloat16, "NHWC")],
     "roi_align": [(tf.float16, "NHWC"), (tf.bfloat16, "NHWC"), (tf.float64, "NHWC")]
@@ -236,6 +256,30 @@ def _grad_large_shapes(test, op):
     )
 
 
+def _box_grad_large_shapes(test, op):
+    raw = getattr(_ops, f"custom_ops_{op}_grad_boxes")
+    ps = op.startswith("ps_")
+
+    def box_grad(grads, features, rois):
+        return raw(grads=grads, features=features, rois=rois, **_attrs(op, 2))
+
+    # K beyond int32 on a 2^60-element feature map: the result is [K, 5].
+    channels = MEGA // 4 if ps else MEGA
+    specs = [
+        tf.TensorSpec([BIG, 2, 2, channels], tf.float32),
+        tf.TensorSpec([MEGA, 2**10, 2**10, MEGA], tf.float32),
+        tf.TensorSpec([BIG, 5], tf.float32),
+    ]
+    test.assertEqual(traced_shapes(box_grad, *specs)[0], [BIG, 5])
+    # Huge and empty: no boxes on a map with 2^62 channels.
+    empty = box_grad(
+        tf.zeros([0, 2, 2, HUGE // 4 if ps else HUGE]),
+        tf.zeros([0, 2, 2, HUGE]),
+        boxes.unit(0),
+    )
+    test.assertEqual(empty.shape, [0, 5])
+
+
 # --- Gradient cases (C++ gradients against numeric Jacobians).
 
 
@@ -328,6 +372,19 @@ def _fuzz_backward(draw, op_def, attrs, rng):
     return inputs, tags
 
 
+@st.composite
+def _fuzz_box_grad(draw, op_def, attrs, rng):
+    (n, h, w, c, out_c), (pooled_h, pooled_w) = draw(_geometry(op_def, attrs))
+    dtype = arrays.float_type(attrs)
+    rois, tags = draw(boxes.fuzzed(rng, n, h, w, attrs.get("spatial_scale")))
+    grads_shape = _layout(attrs, len(rois), pooled_h, pooled_w, out_c)
+    return {
+        "grads": arrays.make_array(rng, dtype, grads_shape),
+        "features": arrays.make_array(rng, dtype, _layout(attrs, n, h, w, c)),
+        "rois": rois,
+    }, tags
+
+
 # --- Goldens: a [2, 4, 5, 8] NHWC map (8 channels divide into 2 x 2 PS bins),
 # the golden boxes, and 2 x 2 output bins.
 
@@ -352,6 +409,15 @@ def _golden_pooled_grads(out_channels):
             else np.zeros(shape, np.int32)
             for d in dtypes
         ]
+
+    return build
+
+
+def _golden_box_grad_inputs(out_channels):
+    def build(dtypes, rng):
+        grads = _golden_pooled_grads(out_channels)(dtypes[:1], rng)[0]
+        features = values.small_values(_GOLDEN_FEATURES_SHAPE, dtypes[1], rng)
+        return [grads, features, boxes.GOLDEN]
 
     return build
 
@@ -407,6 +473,20 @@ def _entries():
                 fuzz_hint=_fuzz_backward,
                 golden=Override(
                     inputs=_golden_gradient_op_inputs(out_channels, op == "roi_pool"),
+                    attrs=_GOLDEN_ATTRS,
+                ),
+            )
+        )
+        if "align" not in op:
+            continue  # the pooling ops' box gradient is zero, with no op
+        entries.append(
+            Entry(
+                f"CustomOps>{name}GradBoxes",
+                large_shapes=lambda test, op=op: _box_grad_large_shapes(test, op),
+                property_cases=lambda op=op: [_box_grad_property_case(op)],
+                fuzz_hint=_fuzz_box_grad,
+                golden=Override(
+                    inputs=_golden_box_grad_inputs(out_channels),
                     attrs=_GOLDEN_ATTRS,
                 ),
             )

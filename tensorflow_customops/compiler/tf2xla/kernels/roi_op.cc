@@ -110,12 +110,13 @@ xla::XlaOp Divide(xla::XlaOp x, xla::XlaOp y) {
 
 Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
                 const TensorShape& features_shape, const char* features_name,
-                Call* call) {
+                Call* call, int rois_input = 1) {
   call->attrs = attrs;
   call->b = context->builder();
   TF_RETURN_IF_ERROR(
       roi::GetFeatureSizes(features_shape, attrs, features_name, &call->shape));
-  TF_RETURN_IF_ERROR(roi::CheckRoisShape(context->InputShape(1), &call->shape));
+  TF_RETURN_IF_ERROR(
+      roi::CheckRoisShape(context->InputShape(rois_input), &call->shape));
   TensorShape pooled;
   TF_RETURN_IF_ERROR(roi::PooledShape(call->shape, attrs, &pooled));
   return OkStatus();
@@ -239,6 +240,7 @@ struct AlignBoxes {
   xla::XlaOp grid_h, grid_w;                  // [K], int32
   xla::XlaOp count;                           // [K], acc: SampleCount
   xla::XlaOp ok, batch;
+  xla::XlaOp floored_h, floored_w;  // [K], pred: AlignBox's
 };
 
 AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
@@ -255,9 +257,14 @@ AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
       xla::Sub(xla::Sub(xla::Mul(col(3), scale), offset), box.start_w);
   xla::XlaOp roi_h =
       xla::Sub(xla::Sub(xla::Mul(col(4), scale), offset), box.start_h);
+  const xla::XlaOp no =
+      xla::Broadcast(xla::ConstantR0<bool>(c.b, false), {c.shape.num_rois});
+  box.floored_w = box.floored_h = no;
   if (!a.position_sensitive() && !a.aligned) {
-    roi_w = xla::Select(xla::Gt(roi_w, c.A(1)), roi_w, c.A(1));
-    roi_h = xla::Select(xla::Gt(roi_h, c.A(1)), roi_h, c.A(1));
+    box.floored_w = xla::Not(xla::Gt(roi_w, c.A(1)));
+    box.floored_h = xla::Not(xla::Gt(roi_h, c.A(1)));
+    roi_w = xla::Select(box.floored_w, c.A(1), roi_w);
+    roi_h = xla::Select(box.floored_h, c.A(1), roi_h);
   }
   box.bin_h = Divide(roi_h, c.A(a.pooled_height));
   box.bin_w = Divide(roi_w, c.A(a.pooled_width));
@@ -295,14 +302,17 @@ AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
 // weights (high side l, low side h).
 struct AxisSample {
   xla::XlaOp valid, low, high, l, h;
+  xla::XlaOp moves;  // not clamped to the border: BilinearSample's
 };
 
 AxisSample Axis(const Call& c, xla::XlaOp p, int64_t size) {
   AxisSample s;
   s.valid = xla::Not(xla::Or(xla::Lt(p, c.A(-1)), xla::Gt(p, c.A(size))));
-  p = xla::Select(xla::Le(p, c.A(0)), xla::ZerosLike(p), p);
+  const xla::XlaOp at_start = xla::Le(p, c.A(0));
+  p = xla::Select(at_start, xla::ZerosLike(p), p);
   const xla::XlaOp last = c.A(size - 1);
   const xla::XlaOp at_end = xla::Ge(p, last);
+  s.moves = xla::Not(xla::Or(at_start, at_end));
   p = xla::Select(at_end, xla::Add(xla::ZerosLike(p), last), p);
   // Invalid (or NaN) positions get index 0; their samples are dropped.
   s.low = xla::ConvertElementType(xla::Select(s.valid, p, xla::ZerosLike(p)),
@@ -319,6 +329,7 @@ struct Samples {
   xla::XlaOp valid;
   std::vector<xla::XlaOp> y, x;  // corner j: (y[j], x[j])
   std::vector<xla::XlaOp> weight;
+  xla::XlaOp ly, lx, y_moves, x_moves;  // as BilinearSample's
 };
 
 // SamplePoint along one axis for the bins of every box: [K, bins].
@@ -357,6 +368,10 @@ Samples SampleBins(const Call& c, const std::vector<xla::XlaOp>& box,
   const xla::XlaOp lx = c.PerColumn(x.l), hx = c.PerColumn(x.h);
   s.weight = {xla::Mul(hy, hx), xla::Mul(hy, lx), xla::Mul(ly, hx),
               xla::Mul(ly, lx)};
+  s.ly = ly;
+  s.lx = lx;
+  s.y_moves = c.PerRow(y.moves);
+  s.x_moves = c.PerColumn(x.moves);
   return s;
 }
 
@@ -846,6 +861,129 @@ class RoiPoolGradOp : public XlaOpKernel {
   RoiAttrs attrs_;
 };
 
+// RoiAlignGradBoxes and PsRoiAlignGradBoxes: per sample, the slopes of the
+// bilinear value along y and x, summed over the channels against the incoming
+// gradient, times how the sample moves with each coordinate
+// (roi_align_op.h's AddSlopes and SampleMotion), summed over samples and bins.
+class RoiAlignGradBoxesOp : public XlaOpKernel {
+ public:
+  RoiAlignGradBoxesOp(OpKernelConstruction* context, RoiKind kind)
+      : XlaOpKernel(context) {
+    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+  }
+
+  void Compile(XlaOpKernelContext* context) override {
+    Call c;
+    OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(1),
+                                     "features", &c, /*rois_input=*/2));
+    OP_REQUIRES_OK(context,
+                   roi::CheckPooledGradShape(context->InputShape(0), c.shape,
+                                             attrs_, "grads"));
+    SetTypes(context->input_xla_type(1), &c);
+    const int64_t k = c.shape.num_rois;
+    if (c.empty()) {
+      context->SetOutput(0, c.Zeros(xla::F32, {k, 5}));
+      return;
+    }
+    const xla::XlaOp features = xla::Reshape(
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(1)), c.acc),
+        c.view_dims());
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(2)));
+    const xla::XlaOp grads = Divide(
+        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
+    const xla::XlaOp zeros = c.Zeros(c.acc, c.bins_dims());
+    // Loop values: the sums for x1, y1, x2, y2 per bin, features, grads.
+    auto result = CarryBoxes(
+        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
+        {box.start_h, box.start_w, box.bin_h, box.bin_w, box.grid_h, box.grid_w,
+         box.ok, box.batch, box.floored_h, box.floored_w},
+        {zeros, zeros, zeros, zeros, features, grads}, "roi_align_box_samples",
+        [&](const Call& cb, const std::vector<xla::XlaOp>& b, xla::XlaOp iy,
+            xla::XlaOp ix, std::vector<xla::XlaOp> v) {
+          const Samples s = SampleBins(cb, b, iy, ix);
+          const BinIndex bin = MakeBinIndex(cb, b[7]);
+          std::vector<xla::XlaOp> corner;
+          for (int j = 0; j < 4; ++j) {
+            corner.push_back(GatherBins(
+                cb, v[4], {bin.batch, s.y[j], s.x[j], bin.gy, bin.gx}));
+          }
+          const auto slope = [&](xla::XlaOp l, xla::XlaOp a0, xla::XlaOp a1,
+                                 xla::XlaOp b0, xla::XlaOp b1) {
+            // sum_c g * ((1 - l) * (a1 - a0) + l * (b1 - b0))
+            const xla::XlaOp wl = cb.PerBin(l);
+            const xla::XlaOp terms =
+                xla::Add(xla::Mul(xla::Sub(cb.A(1), wl), xla::Sub(a1, a0)),
+                         xla::Mul(wl, xla::Sub(b1, b0)));
+            return xla::Reduce(xla::Mul(v[5], terms), cb.A(0),
+                               xla::CreateScalarAddComputation(cb.acc, cb.b),
+                               {3});
+          };
+          const xla::XlaOp dy =
+              slope(s.lx, corner[0], corner[2], corner[1], corner[3]);
+          const xla::XlaOp dx =
+              slope(s.ly, corner[0], corner[1], corner[2], corner[3]);
+          const Motion my =
+              SampleMotionAlong(cb, b[4], b[8], iy, cb.attrs.pooled_height, 1);
+          const Motion mx =
+              SampleMotionAlong(cb, b[5], b[9], ix, cb.attrs.pooled_width, 2);
+          const xla::XlaOp use_y = xla::And(s.valid, s.y_moves);
+          const xla::XlaOp use_x = xla::And(s.valid, s.x_moves);
+          const auto add = [&](xla::XlaOp sum, xla::XlaOp use, xla::XlaOp d,
+                               xla::XlaOp motion) {
+            return xla::Select(use, xla::Add(sum, xla::Mul(d, motion)), sum);
+          };
+          v[0] = add(v[0], use_x, dx, mx.near);
+          v[1] = add(v[1], use_y, dy, my.near);
+          v[2] = add(v[2], use_x, dx, mx.far);
+          v[3] = add(v[3], use_y, dy, my.far);
+          return v;
+        });
+    OP_REQUIRES_OK(context, result.status());
+    std::vector<xla::XlaOp> columns = {c.Zeros(xla::F32, {k, 1})};
+    for (int j = 0; j < 4; ++j) {
+      const xla::XlaOp sum =
+          xla::Reduce((*result)[j], c.A(0),
+                      xla::CreateScalarAddComputation(c.acc, c.b), {1, 2});
+      columns.push_back(
+          xla::Reshape(xla::ConvertElementType(sum, xla::F32), {k, 1}));
+    }
+    context->SetOutput(0, xla::ConcatInDim(c.b, columns, 1));
+  }
+
+ private:
+  // SampleMotion for sample i of every bin along one axis ([K, PH] or
+  // [K, PW], broadcast to the bins along `bins_dim`): how it moves with the
+  // box's near and far coordinate.
+  struct Motion {
+    xla::XlaOp near, far;
+  };
+  static Motion SampleMotionAlong(const Call& c, xla::XlaOp grid,
+                                  xla::XlaOp floored, xla::XlaOp i,
+                                  int64_t bins, int64_t bins_dim) {
+    const int64_t k = c.shape.num_rois;
+    const std::vector<int64_t> dims = {k, bins};
+    const xla::XlaOp scale = c.A(c.attrs.spatial_scale);
+    const xla::XlaOp within = Divide(
+        xla::Add(xla::ConvertElementType(i, c.acc), c.A(0.5)),
+        xla::BroadcastInDim(xla::ConvertElementType(grid, c.acc), dims, {0}));
+    const xla::XlaOp t = Divide(xla::Add(c.Iota(c.acc, dims, 1), within),
+                                c.A(static_cast<double>(bins)));
+    const xla::XlaOp fixed = xla::BroadcastInDim(floored, dims, {0});
+    Motion m;
+    m.near = xla::Select(fixed, xla::Broadcast(scale, dims),
+                         xla::Mul(scale, xla::Sub(c.A(1), t)));
+    m.far =
+        xla::Select(fixed, xla::Broadcast(c.A(0), dims), xla::Mul(scale, t));
+    const std::vector<int64_t> to_bins = {0, bins_dim};
+    m.near = xla::BroadcastInDim(m.near, c.bins_dims(), to_bins);
+    m.far = xla::BroadcastInDim(m.far, c.bins_dims(), to_bins);
+    return m;
+  }
+
+  RoiAttrs attrs_;
+};
+
 // One class per op, as the registration needs a constructor of one argument.
 template <typename Op, RoiKind kKind>
 class Lowering : public Op {
@@ -861,6 +999,10 @@ using RoiAlignGradLowering = Lowering<RoiAlignGradOp, RoiKind::kAlign>;
 using PsRoiAlignGradLowering = Lowering<RoiAlignGradOp, RoiKind::kPsAlign>;
 using RoiPoolGradLowering = Lowering<RoiPoolGradOp, RoiKind::kPool>;
 using PsRoiPoolGradLowering = Lowering<RoiPoolGradOp, RoiKind::kPsPool>;
+using RoiAlignGradBoxesLowering =
+    Lowering<RoiAlignGradBoxesOp, RoiKind::kAlign>;
+using PsRoiAlignGradBoxesLowering =
+    Lowering<RoiAlignGradBoxesOp, RoiKind::kPsAlign>;
 
 TFCO_REGISTER_XLA_OP("CustomOps>RoiAlign", RoiAlignLowering);
 TFCO_REGISTER_XLA_OP("CustomOps>PsRoiAlign", PsRoiAlignLowering);
@@ -874,6 +1016,9 @@ TFCO_REGISTER_XLA_OP("CustomOps>RoiPoolGrad", RoiPoolGradLowering,
                      .CompileTimeConstantInput("features_shape"));
 TFCO_REGISTER_XLA_OP("CustomOps>PsRoiPoolGrad", PsRoiPoolGradLowering,
                      .CompileTimeConstantInput("features_shape"));
+TFCO_REGISTER_XLA_OP("CustomOps>RoiAlignGradBoxes", RoiAlignGradBoxesLowering);
+TFCO_REGISTER_XLA_OP("CustomOps>PsRoiAlignGradBoxes",
+                     PsRoiAlignGradBoxesLowering);
 
 }  // namespace
 }  // namespace customops

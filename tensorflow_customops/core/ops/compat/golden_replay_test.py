@@ -20,6 +20,22 @@ from tensorflow_customops.python.ops import load_library
 # Half-precision outputs may differ in the last bit between kernels.
 _TOLERANCE = {"float16": 1e-3, "bfloat16": 1e-2}
 
+# Gradients defined anew after goldens recorded them, by op and input index:
+# a recorded value of these is checked for its dtype and shape only (the
+# gradient tests check the values, and that both registries agree).
+_REDEFINED_GRADIENTS = {
+    ("CustomOps>RoiAlign", 1): "box gradient (RoiAlignGradBoxes), was zero",
+    ("CustomOps>PsRoiAlign", 1): "box gradient (PsRoiAlignGradBoxes), was zero",
+}
+
+
+def _redefined(op_name, fetch, gradients):
+    """Whether `fetch` is a recorded gradient that _REDEFINED_GRADIENTS names."""
+    return any(
+        fetch in g["dxs"] and (op_name, g["dxs"].index(fetch)) in _REDEFINED_GRADIENTS
+        for g in gradients
+    )
+
 
 def _load(op_name, version):
     graph_path, data_path = goldens.golden_paths(op_name, version)
@@ -50,10 +66,13 @@ class GoldenReplayTest(tf.test.TestCase):
             for version in range(1, len(versions) + 1)
         ]
 
-    def assertMatches(self, actual, entry, what):
+    def assertMatches(self, actual, entry, what, values=True):
         tol = _TOLERANCE.get(entry["dtype"], 1e-6)
         expected = goldens.decode(entry)
         self.assertEqual(np.asarray(actual).dtype, expected.dtype, what)
+        if not values:
+            self.assertEqual(np.shape(actual), expected.shape, what)
+            return
         self.assertAllClose(actual, expected, rtol=tol, atol=tol, msg=what)
 
     def test_every_history_version_has_a_golden(self):
@@ -99,7 +118,10 @@ class GoldenReplayTest(tf.test.TestCase):
                 outputs, graph = goldens.run_v1(graph_def, feeds, list(data["fetches"]))
                 for fetch, entry in data["fetches"].items():
                     self.assertMatches(
-                        outputs[fetch], entry, f"{name} v{version} {fetch}"
+                        outputs[fetch],
+                        entry,
+                        f"{name} v{version} {fetch}",
+                        values=not _redefined(name, fetch, data["gradients"]),
                     )
                 # Import filled in the attrs added after this version.
                 current_attrs = {a.name for a in self.current[name].attr}
@@ -142,8 +164,8 @@ class GoldenReplayTest(tf.test.TestCase):
                 input_map=dict(zip(g["xs"] + g["dys"], xs + dys)),
                 return_elements=g["ys"],
             )
-            # Python gradients return None for inputs they do not
-            # differentiate (RoI boxes), where the C++ ones recorded zeros.
+            # A Python gradient may return None (no gradient) where a C++
+            # one recorded zeros.
             return tf.gradients(
                 ys,
                 xs,
@@ -155,9 +177,12 @@ class GoldenReplayTest(tf.test.TestCase):
             [tf.constant(feeds[n]) for n in g["xs"]],
             [tf.constant(feeds[n]) for n in g["dys"]],
         )
-        for name, value in zip(g["dxs"], dxs):
+        for index, (name, value) in enumerate(zip(g["dxs"], dxs)):
             self.assertMatches(
-                value.numpy(), data["fetches"][name], f"{data['op']} {name}"
+                value.numpy(),
+                data["fetches"][name],
+                f"{data['op']} {name}",
+                values=(data["op"], index) not in _REDEFINED_GRADIENTS,
             )
 
 

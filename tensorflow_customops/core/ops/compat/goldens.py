@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import zlib
 
 import numpy as np
@@ -132,9 +133,9 @@ def _generic_inputs(dtypes, rng):
 
 
 def _differentiable(op_name, in_dtypes, out_dtypes):
-    # SymbolicGradient needs a C++ gradient: gradient ops (FooGrad) have only
-    # Python ones, for second-order gradients.
-    if op_name.endswith("Grad"):
+    # SymbolicGradient needs a C++ gradient: gradient ops (FooGrad,
+    # FooGradBoxes) have only Python ones, for second-order gradients.
+    if re.search(r"Grad([A-Z]|$)", op_name):
         return False
     try:
         grad_fn = ops_lib._gradient_registry.lookup(op_name)  # pylint: disable=protected-access
