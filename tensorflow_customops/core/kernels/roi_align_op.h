@@ -48,6 +48,36 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE A SamplePoint(A start, int bin,
          static_cast<A>(i + .5f) * bin_size / static_cast<A>(grid);
 }
 
+// The samples [*first, *last) of the `grid` of bin `bin` along an axis of
+// `size` pixels that can land on the map (within [-1, size], Bilinear's
+// range): every other sample is dropped, so skipping them changes no bit,
+// and bounds a bin's work by about (2 * size + 3) samples per axis whatever
+// the box's size. The bounds come from the sample positions' formula with a
+// margin for its rounding, which grows with the coordinates' magnitude.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void SampleRange(A start, int bin,
+                                                       A bin_size, int grid,
+                                                       int64_t size, int* first,
+                                                       int* last) {
+  *first = 0;
+  *last = grid;
+  if (!(bin_size > A(0)) || grid <= 0) return;
+  const A step = bin_size / static_cast<A>(grid);
+  const A base = start + static_cast<A>(bin) * bin_size;
+  const A magnitude =
+      Eigen::numext::abs(base) + bin_size + static_cast<A>(size);
+  const A margin =
+      A(2) + A(16) * Eigen::NumTraits<A>::epsilon() * magnitude / step;
+  // Sample i sits at base + (i + 0.5) * step.
+  const A lo = (A(-1) - base) / step - A(0.5) - margin;
+  const A hi = (static_cast<A>(size) - base) / step - A(0.5) + margin;
+  const A end = static_cast<A>(grid);
+  if (lo > A(0)) *first = lo < end ? static_cast<int>(lo) : grid;
+  if (!(hi < end - A(1))) return;
+  *last = hi > A(0) ? static_cast<int>(hi) + 1 : 0;
+  if (*last < *first) *last = *first;
+}
+
 // Calls visit(sample, iy, ix) for every bilinear sample (iy, ix) of bin
 // (ph, pw) of `box` that lands on the map, in the order every pass
 // accumulates them. O is the offset type (see BilinearSample).
@@ -55,9 +85,14 @@ template <typename A, typename O = int64_t, typename Visit>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void ForEachSampleAt(
     const RoiArgs& args, const AlignBox<A>& box, int ph, int pw,
     Visit&& visit) {
-  for (int iy = 0; iy < box.grid_h; ++iy) {
+  int iy_first, iy_last, ix_first, ix_last;
+  SampleRange(box.start_h, ph, box.bin_h, box.grid_h, args.shape.height,
+              &iy_first, &iy_last);
+  SampleRange(box.start_w, pw, box.bin_w, box.grid_w, args.shape.width,
+              &ix_first, &ix_last);
+  for (int iy = iy_first; iy < iy_last; ++iy) {
     const A y = SamplePoint(box.start_h, ph, box.bin_h, iy, box.grid_h);
-    for (int ix = 0; ix < box.grid_w; ++ix) {
+    for (int ix = ix_first; ix < ix_last; ++ix) {
       const A x = SamplePoint(box.start_w, pw, box.bin_w, ix, box.grid_w);
       const BilinearSample<A, O> p = Bilinear<A, O>(
           y, x, args.shape.height, args.shape.width, args.features_layout);
@@ -125,10 +160,11 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void BinChannels(const RoiArgs& args,
   }
 }
 
-// Samples averaged per bin; at least 1, so degenerate boxes give 0, not NaN.
+// Samples averaged per bin, on the map or not; at least 1, so degenerate
+// boxes give 0, not NaN.
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE A SampleCount(const AlignBox<A>& box) {
-  const int count = box.grid_h * box.grid_w;
+  const int64_t count = static_cast<int64_t>(box.grid_h) * box.grid_w;
   return static_cast<A>(count > 1 ? count : 1);
 }
 

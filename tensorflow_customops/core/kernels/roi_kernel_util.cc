@@ -50,30 +50,6 @@ Status ValidateRois(const Tensor& rois, float spatial_scale, RoiShape* shape) {
   return OkStatus();
 }
 
-// For the align ops: checks that no box needs an adaptive sampling grid above
-// kMaxSamplesPerBin points per bin. A is the kernel's accumulation type.
-template <typename A>
-Status ValidateSamplingGrid(const Tensor& rois, const RoiAttrs& attrs) {
-  // Pooling ops have no grid; explicit ratios are bounded by the attr check.
-  if (!attrs.bilinear() || attrs.sampling_ratio > 0) return OkStatus();
-  const float* data = rois.flat<float>().data();
-  for (int64_t k = 0; k < rois.dim_size(0); ++k) {
-    const AlignBox<A> box = MakeAlignBox<A>(attrs, data + k * 5);
-    const int64_t samples =
-        static_cast<int64_t>(std::max(box.grid_h, 0)) * std::max(box.grid_w, 0);
-    if (box.grid_h > kMaxSamplesPerBin || box.grid_w > kMaxSamplesPerBin ||
-        samples > kMaxSamplesPerBin) {
-      return errors::InvalidArgument(
-          "rois[", k, "] needs an adaptive sampling grid of ", box.grid_h,
-          " x ", box.grid_w, " points per output bin, above the limit of ",
-          kMaxSamplesPerBin,
-          " (the box is far larger than the output bins: check the box "
-          "coordinates and spatial_scale, or set sampling_ratio)");
-    }
-  }
-  return OkStatus();
-}
-
 // Reads a gradient op's features_shape input (int32 [4], host memory).
 Status FeaturesShapeFromTensor(const Tensor& features_shape, TensorShape* out) {
   std::vector<int64_t> values;
@@ -124,12 +100,6 @@ Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
   return errors::Internal("argmax check found no bad value");
 }
 
-Status ValidateGrid(const Tensor& rois, const RoiAttrs& attrs,
-                    bool double_precision) {
-  return double_precision ? ValidateSamplingGrid<double>(rois, attrs)
-                          : ValidateSamplingGrid<float>(rois, attrs);
-}
-
 // Points call->rois at the validated rois where the kernel runs: on GPU a
 // device copy, made once per call.
 Status PlaceRois(OpKernelContext* context, const Tensor& rois,
@@ -166,7 +136,6 @@ Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
   TF_RETURN_IF_ERROR(
       GetFeatureSizes(context->input(0).shape(), attrs, "features", &shape));
   TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
-  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
   TensorShape pooled_shape;
   TF_RETURN_IF_ERROR(PooledShape(shape, attrs, &pooled_shape));
   for (int i = 0; i < context->num_outputs(); ++i) {
@@ -189,7 +158,6 @@ Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
   TF_RETURN_IF_ERROR(
       GetFeatureSizes(features_shape, attrs, "features_shape", &shape));
   TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
-  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
   TF_RETURN_IF_ERROR(
       CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
   if (attrs.kind == RoiKind::kPool) {
@@ -215,7 +183,6 @@ Status PrepareBoxGradient(OpKernelContext* context, const RoiAttrs& attrs,
   TF_RETURN_IF_ERROR(
       GetFeatureSizes(features.shape(), attrs, "features", &shape));
   TF_RETURN_IF_ERROR(ValidateRois(rois, attrs.spatial_scale, &shape));
-  TF_RETURN_IF_ERROR(ValidateGrid(rois, attrs, options.double_precision));
   TF_RETURN_IF_ERROR(
       CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
   TF_RETURN_IF_ERROR(

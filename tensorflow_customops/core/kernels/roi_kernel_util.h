@@ -20,16 +20,14 @@ namespace tensorflow {
 namespace customops {
 namespace roi {
 
-// Where a kernel runs and the precision its box arithmetic uses (double for
-// double features, else float), fixed by its device and type.
+// Where a kernel runs, fixed by its device.
 struct RoiKernelOptions {
   bool on_gpu;
-  bool double_precision;
 };
 template <typename Device, typename T>
 constexpr RoiKernelOptions OptionsFor() {
-  return RoiKernelOptions{!std::is_same<Device, Eigen::ThreadPoolDevice>::value,
-                          std::is_same<T, double>::value};
+  return RoiKernelOptions{
+      !std::is_same<Device, Eigen::ThreadPoolDevice>::value};
 }
 
 // What a kernel knows once its inputs are validated and outputs allocated.
@@ -43,10 +41,9 @@ struct RoiCall {
   bool empty = false;               // the outputs have no elements
 };
 
-// Validates a forward kernel's features (input 0) and rois (input 1), and for
-// the bilinear kinds the adaptive sampling grid (in the precision the kernel
-// computes it in); allocates every output with the pooled shape and, on GPU,
-// copies the rois to the device.
+// Validates a forward kernel's features (input 0) and rois (input 1);
+// allocates every output with the pooled shape and, on GPU, copies the rois
+// to the device.
 Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
                       const RoiKernelOptions& options, RoiCall* call);
 

@@ -31,27 +31,26 @@ struct AccumulatorType<double> {
   typedef double type;
 };
 
-// Upper bound on sampling_ratio, and on the adaptive sampling grid of one
-// output bin (kMaxSamplingRatio squared points). An adaptive grid beyond it
-// means a box dozens of bins wide per output bin (usually coordinates in the
-// wrong scale) and would run for minutes, so it is rejected instead.
+// Upper bound on sampling_ratio.
 constexpr int kMaxSamplingRatio = 64;
-constexpr int64_t kMaxSamplesPerBin =
-    static_cast<int64_t>(kMaxSamplingRatio) * kMaxSamplingRatio;
 
 // Bound on box coordinates times spatial_scale (feature-map pixels), far
 // beyond any map (height * width < 2^31), so that box arithmetic stays finite
 // in float and every position converted to an integer fits it.
 constexpr double kMaxScaledCoordinate = 1 << 30;
 
-// The adaptive sampling grid for a bin `extent` pixels long. Clamped before
-// the conversion to int, which is undefined out of range (or for NaN); a
-// clamped grid is still above kMaxSamplesPerBin, so validation rejects it.
+// The largest adaptive sampling grid (along one axis), which only a bin 2^31
+// pixels long reaches.
+constexpr int kMaxGrid = 2147483647;
+
+// The adaptive sampling grid for a bin `extent` pixels long: its ceiling, as
+// torchvision's, clamped before the conversion to int, which is undefined out
+// of range (or for NaN). However large, only the samples that can land on the
+// map are visited (SampleRange in roi_align_op.h).
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
   const A grid = std::ceil(extent);
-  const A limit = static_cast<A>(kMaxSamplesPerBin + 1);
-  return static_cast<int>(grid < limit ? grid : limit);
+  return grid < static_cast<A>(kMaxGrid) ? static_cast<int>(grid) : kMaxGrid;
 }
 
 // Element offsets of a 4-D tensor in NHWC or NCHW layout, as strides of the

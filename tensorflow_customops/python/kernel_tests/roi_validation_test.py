@@ -136,18 +136,32 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
         ):
             _raw_call(op, _features(op), rois, sampling_ratio=ratio)
 
-    @parameterized.parameters(sorted(util.SAMPLING))
-    def test_adaptive_grid_bound(self, op):
-        # A box thousands of bins wide per output bin would take minutes.
-        rois = [[0, 1, 1, 3, 3], [0, 0, 0, 1e6, 1e6]]
-        with self.assertRaisesRegex(
-            tf.errors.InvalidArgumentError,
-            r"rois\[1\] needs an adaptive sampling grid of .* above the limit of "
-            r"4096",
-        ):
-            _call(op, _features(op), rois)
-        # The same box is fine with an explicit sampling ratio.
-        _call(op, _features(op), rois, sampling_ratio=2)
+    @parameterized.product(op=sorted(util.SAMPLING), jit=[False, True])
+    def test_adaptive_grid_has_no_cap(self, op, jit):
+        # torchvision's rule: ceil(bin size) samples per axis, however many.
+        # Only those that can land on the map are visited, so a box a million
+        # pixels wide costs what the map's size allows. On a map of ones,
+        # every sample on the map is 1 and a bin averages over its whole
+        # grid: the result is the share of samples on the map.
+        height, width = 6, 7
+        features = tf.ones(
+            [1, height, width, 4 if op in util.POSITION_SENSITIVE else 3]
+        )
+        # Samples at half-integer positions: 100 per axis in [-50, 50] and a
+        # million in [-5e5, 5e5], of which 0.5 .. size - 0.5 and -0.5 land.
+        rois = [[0, -50, -50, 50, 50], [0, -5e5, -5e5, 5e5, 5e5]]
+
+        def pool(x):
+            return getattr(tfco, op)(
+                x, rois, output_size=1, sampling_ratio=-1, aligned=False
+            )
+
+        pooled = (
+            tf.function(pool, jit_compile=True)(features) if jit else pool(features)
+        )
+        on_map = (height + 1) * (width + 1)
+        expected = np.array([on_map / 100**2, on_map / 1e6**2])
+        self.assertAllClose(np.asarray(pooled)[:, 0, 0, 0], expected, rtol=1e-5, atol=0)
 
     @parameterized.parameters(sorted(util.POSITION_SENSITIVE))
     def test_channel_divisibility(self, op):

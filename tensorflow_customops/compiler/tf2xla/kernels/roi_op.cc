@@ -5,20 +5,24 @@
 // Each output bin is a loop over its samples (bilinear kinds) or pixels
 // (pooling kinds). A bin's sample count depends on the box, so the loop is an
 // HLO while loop over sample t = (iy, ix) that treats every bin at once and
-// masks the samples a bin does not have; trip count is the largest grid (or
-// bin) of the call. The arithmetic repeats the regular kernels' operations in
-// their order (roi_ops_common.h, roi_align_op.h): the pooling kinds give
-// their bits, the bilinear kinds differ where XLA's CPU backend fuses
-// multiply-adds into FMAs, and gradients add the same terms in another order.
+// masks the samples a bin does not have; trip count is the largest range of
+// samples that can land on the map (SampleRanges; the largest bin for the
+// pooling kinds) of the call, however large the grids. The arithmetic repeats
+// the regular kernels' operations in their order (roi_ops_common.h,
+// roi_align_op.h): the pooling kinds give their bits, the bilinear kinds differ
+// where XLA's CPU backend fuses multiply-adds into FMAs, and gradients add the
+// same terms in another order.
 //
-// Data checks that the regular kernels raise (ValidateRois, the adaptive
-// grid limit, argmax range) cannot raise inside a compiled program: a box
+// Data checks that the regular kernels raise (ValidateRois, argmax range)
+// cannot raise inside a compiled program: a box
 // that fails them gives zeros and no gradient, and an out-of-range argmax
 // entry is skipped. Attr and shape checks are the regular kernels' own
 // (roi_shape_util), at compile time.
 
 #include <cfloat>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
@@ -233,15 +237,103 @@ std::vector<xla::XlaOp> GroupIndex(const Call& c) {
 // ---------------------------------------------------------------------------
 // Bilinear kinds.
 
-// Per-box geometry of MakeAlignBox, in the accumulation type; ok also
-// requires the adaptive grid to be within ValidateSamplingGrid's limit.
+// Per-box geometry of MakeAlignBox, in the accumulation type, and each
+// bin's samples that can land on the map (SampleRange, with a margin of its
+// own: both ranges hold every sample on the map, and the others are masked).
 struct AlignBoxes {
   xla::XlaOp start_h, start_w, bin_h, bin_w;  // [K], acc
   xla::XlaOp grid_h, grid_w;                  // [K], int32
   xla::XlaOp count;                           // [K], acc: SampleCount
   xla::XlaOp ok, batch;
   xla::XlaOp floored_h, floored_w;  // [K], pred: AlignBox's
+  xla::XlaOp first_h, steps_h;      // [K, PH], int32: rows' sample ranges
+  xla::XlaOp first_w, steps_w;      // [K, PW], int32: columns'
+
+  // The arrays a sample loop carries, in the order of the Carried indices.
+  std::vector<xla::XlaOp> carried() const {
+    return {start_h, start_w,   bin_h,     bin_w,   grid_h,  grid_w,  ok,
+            batch,   floored_h, floored_w, first_h, steps_h, first_w, steps_w};
+  }
 };
+enum Carried {
+  kStartH,
+  kStartW,
+  kBinH,
+  kBinW,
+  kGridH,
+  kGridW,
+  kOk,
+  kBatch,
+  kFlooredH,
+  kFlooredW,
+  kFirstH,
+  kStepsH,
+  kFirstW,
+  kStepsW,
+};
+
+// The first bin position start + bin * bin_size of the `bins` bins along an
+// axis of every box: [K, bins].
+xla::XlaOp BinStarts(const Call& c, xla::XlaOp start, xla::XlaOp bin_size,
+                     int64_t bins) {
+  const std::vector<int64_t> dims = {c.shape.num_rois, bins};
+  const auto per_box = [&](xla::XlaOp v) {
+    return xla::BroadcastInDim(v, dims, {0});
+  };
+  return xla::Add(per_box(start),
+                  xla::Mul(c.Iota(c.acc, dims, 1), per_box(bin_size)));
+}
+
+// SampleRange for every bin along one axis of `size` pixels: the first
+// sample and the number of samples from it, [K, bins] each.
+std::pair<xla::XlaOp, xla::XlaOp> SampleRanges(const Call& c, xla::XlaOp start,
+                                               xla::XlaOp bin_size,
+                                               xla::XlaOp grid, int64_t bins,
+                                               int64_t size) {
+  const std::vector<int64_t> dims = {c.shape.num_rois, bins};
+  const auto per_box = [&](xla::XlaOp v) {
+    return xla::BroadcastInDim(v, dims, {0});
+  };
+  const xla::XlaOp grid_a = per_box(xla::ConvertElementType(grid, c.acc));
+  const xla::XlaOp bin = per_box(bin_size);
+  const xla::XlaOp step = Divide(bin, grid_a);
+  const xla::XlaOp base = BinStarts(c, start, bin_size, bins);
+  const double epsilon = c.acc == xla::F64 ? 0x1p-52 : 0x1p-23;
+  const xla::XlaOp magnitude =
+      xla::Add(xla::Add(xla::Abs(base), bin), c.A(static_cast<double>(size)));
+  const xla::XlaOp margin =
+      xla::Add(c.A(2), Divide(xla::Mul(c.A(16 * epsilon), magnitude), step));
+  const xla::XlaOp lo = xla::Sub(
+      xla::Sub(Divide(xla::Sub(c.A(-1), base), step), c.A(0.5)), margin);
+  const xla::XlaOp hi = xla::Add(
+      xla::Sub(Divide(xla::Sub(c.A(static_cast<double>(size)), base), step),
+               c.A(0.5)),
+      margin);
+  // Clamped below 2^31 before the conversion; NaN (a box that is not ok)
+  // gives the whole grid, as in the kernels.
+  const xla::XlaOp cap = c.A(2147483520.0);
+  const auto to_int = [&](xla::XlaOp v) {
+    return xla::ConvertElementType(
+        xla::Min(xla::Max(v, xla::ZerosLike(v)), xla::Broadcast(cap, dims)),
+        xla::S32);
+  };
+  const xla::XlaOp whole = per_box(grid);
+  const xla::XlaOp zero = xla::Broadcast(c.I(0), dims);
+  const xla::XlaOp first =
+      xla::Select(xla::Gt(lo, xla::ZerosLike(lo)),
+                  xla::Select(xla::Lt(lo, grid_a), to_int(lo), whole), zero);
+  xla::XlaOp last = xla::Select(xla::Lt(hi, xla::Sub(grid_a, c.A(1))),
+                                xla::Select(xla::Gt(hi, xla::ZerosLike(hi)),
+                                            xla::Add(to_int(hi), c.I(1)), zero),
+                                whole);
+  last = xla::Max(last, first);
+  // A bin without samples (bin_size <= 0 or grid <= 0) has none.
+  const xla::XlaOp any =
+      xla::And(xla::Gt(bin, xla::ZerosLike(bin)), xla::Gt(whole, zero));
+  const xla::XlaOp none = xla::Max(whole, zero);
+  return {xla::Select(any, first, zero),
+          xla::Select(any, xla::Sub(last, first), none)};
+}
 
 AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
   const RoiAttrs& a = c.attrs;
@@ -268,32 +360,35 @@ AlignBoxes MakeAlignBoxes(const Call& c, const Boxes& boxes) {
   }
   box.bin_h = Divide(roi_h, c.A(a.pooled_height));
   box.bin_w = Divide(roi_w, c.A(a.pooled_width));
-  xla::XlaOp ok = boxes.ok;
   const int64_t k = c.shape.num_rois;
   if (a.sampling_ratio > 0) {
     box.grid_h = xla::Broadcast(c.I(a.sampling_ratio), {k});
     box.grid_w = box.grid_h;
   } else {
     // AdaptiveGrid: the ceiling, clamped (NaN included) before conversion.
-    const xla::XlaOp limit = c.A(roi::kMaxSamplesPerBin + 1);
+    const xla::XlaOp limit = c.A(static_cast<double>(roi::kMaxGrid));
     const auto grid = [&](xla::XlaOp bin) {
       const xla::XlaOp g = xla::Ceil(bin);
-      return xla::ConvertElementType(xla::Select(xla::Lt(g, limit), g, limit),
-                                     xla::S32);
+      const xla::XlaOp fits = xla::Lt(g, limit);
+      return xla::Select(fits,
+                         xla::ConvertElementType(
+                             xla::Select(fits, g, xla::ZerosLike(g)), xla::S32),
+                         xla::Broadcast(c.I(roi::kMaxGrid), {k}));
     };
     box.grid_h = grid(box.bin_h);
     box.grid_w = grid(box.bin_w);
-    const xla::XlaOp max_samples = c.I(roi::kMaxSamplesPerBin);
-    const xla::XlaOp samples =
-        xla::Mul(xla::Max(box.grid_h, c.I(0)), xla::Max(box.grid_w, c.I(0)));
-    ok = xla::And(ok, xla::Le(box.grid_h, max_samples));
-    ok = xla::And(ok, xla::Le(box.grid_w, max_samples));
-    ok = xla::And(ok, xla::Le(samples, max_samples));
   }
-  const xla::XlaOp count = xla::Mul(box.grid_h, box.grid_w);
-  box.count = xla::ConvertElementType(xla::Max(count, c.I(1)), c.acc);
-  box.ok = ok;
+  const xla::XlaOp count =
+      xla::Mul(xla::ConvertElementType(box.grid_h, xla::S64),
+               xla::ConvertElementType(box.grid_w, xla::S64));
+  box.count = xla::ConvertElementType(
+      xla::Max(count, xla::ConstantR0<int64_t>(c.b, 1)), c.acc);
+  box.ok = boxes.ok;
   box.batch = boxes.batch;
+  std::tie(box.first_h, box.steps_h) = SampleRanges(
+      c, box.start_h, box.bin_h, box.grid_h, a.pooled_height, c.shape.height);
+  std::tie(box.first_w, box.steps_w) = SampleRanges(
+      c, box.start_w, box.bin_w, box.grid_w, a.pooled_width, c.shape.width);
   return box;
 }
 
@@ -330,36 +425,50 @@ struct Samples {
   std::vector<xla::XlaOp> y, x;  // corner j: (y[j], x[j])
   std::vector<xla::XlaOp> weight;
   xla::XlaOp ly, lx, y_moves, x_moves;  // as BilinearSample's
+  xla::XlaOp iy, ix;  // the sample's index in its grid: [K, PH], [K, PW]
 };
 
-// SamplePoint along one axis for the bins of every box: [K, bins].
+// SamplePoint i[k, bin] along one axis for the bins of every box: [K, bins].
 xla::XlaOp SamplePoints(const Call& c, xla::XlaOp start, xla::XlaOp bin_size,
                         xla::XlaOp grid, xla::XlaOp i, int64_t bins) {
   const std::vector<int64_t> dims = {c.shape.num_rois, bins};
   const auto per_box = [&](xla::XlaOp v) {
     return xla::BroadcastInDim(v, dims, {0});
   };
-  const xla::XlaOp bin = c.Iota(c.acc, dims, 1);
   const xla::XlaOp offset =
       Divide(xla::Mul(xla::Add(xla::ConvertElementType(i, c.acc), c.A(0.5)),
                       per_box(bin_size)),
              per_box(xla::ConvertElementType(grid, c.acc)));
-  return xla::Add(xla::Add(per_box(start), xla::Mul(bin, per_box(bin_size))),
-                  offset);
+  return xla::Add(BinStarts(c, start, bin_size, bins), offset);
 }
 
+// Sample `step` of each bin's range along an axis: its index in the bin's
+// grid, and whether the range has it ([K, bins] each).
+std::pair<xla::XlaOp, xla::XlaOp> RangeSample(xla::XlaOp first,
+                                              xla::XlaOp steps,
+                                              xla::XlaOp step) {
+  return {xla::Add(first, step), xla::Lt(step, steps)};
+}
+
+// `box` is AlignBoxes::carried(); iy and ix count samples from each bin's
+// first (SampleRanges).
 Samples SampleBins(const Call& c, const std::vector<xla::XlaOp>& box,
                    xla::XlaOp iy, xla::XlaOp ix) {
-  // box: start_h, start_w, bin_h, bin_w, grid_h, grid_w, ok.
   const int64_t ph = c.attrs.pooled_height, pw = c.attrs.pooled_width;
+  const auto [row, in_row] = RangeSample(box[kFirstH], box[kStepsH], iy);
+  const auto [column, in_column] = RangeSample(box[kFirstW], box[kStepsW], ix);
   const AxisSample y =
-      Axis(c, SamplePoints(c, box[0], box[2], box[4], iy, ph), c.shape.height);
-  const AxisSample x =
-      Axis(c, SamplePoints(c, box[1], box[3], box[5], ix, pw), c.shape.width);
+      Axis(c, SamplePoints(c, box[kStartH], box[kBinH], box[kGridH], row, ph),
+           c.shape.height);
+  const AxisSample x = Axis(
+      c, SamplePoints(c, box[kStartW], box[kBinW], box[kGridW], column, pw),
+      c.shape.width);
   Samples s;
-  s.valid = xla::And(c.PerBox(xla::And(box[6], xla::And(xla::Lt(iy, box[4]),
-                                                        xla::Lt(ix, box[5])))),
-                     xla::And(c.PerRow(y.valid), c.PerColumn(x.valid)));
+  s.iy = row;
+  s.ix = column;
+  s.valid = xla::And(c.PerBox(box[kOk]),
+                     xla::And(c.PerRow(xla::And(in_row, y.valid)),
+                              c.PerColumn(xla::And(in_column, x.valid))));
   const xla::XlaOp y_low = c.PerRow(y.low), y_high = c.PerRow(y.high);
   const xla::XlaOp x_low = c.PerColumn(x.low), x_high = c.PerColumn(x.high);
   s.y = {y_low, y_low, y_high, y_high};
@@ -445,21 +554,28 @@ StatusOr<std::vector<xla::XlaOp>> CarryBoxes(
   return result;
 }
 
-// SampleLoop over the sampling grids of `box`, with the boxes carried in the
-// loop state: body(cb, samples, index, values) returns the new `values`.
+// The most steps of the ranges `steps` ([K, bins]) of the boxes that are ok.
+xla::XlaOp MaxSteps(const Call& c, xla::XlaOp steps, xla::XlaOp ok,
+                    int64_t bins) {
+  return MaskedMax(c, steps,
+                   xla::BroadcastInDim(ok, {c.shape.num_rois, bins}, {0}));
+}
+
+// SampleLoop over the sample ranges of `box`, with the boxes carried in the
+// loop state: body(cb, boxes, samples, index, values) returns the new
+// `values`; boxes is the loop's AlignBoxes::carried().
 template <typename Body>
 StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
     const Call& c, const AlignBoxes& box, std::vector<xla::XlaOp> values,
     const char* name, Body body) {
   return CarryBoxes(
-      c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
-      {box.start_h, box.start_w, box.bin_h, box.bin_w, box.grid_h, box.grid_w,
-       box.ok, box.batch},
+      c, MaxSteps(c, box.steps_h, box.ok, c.attrs.pooled_height),
+      MaxSteps(c, box.steps_w, box.ok, c.attrs.pooled_width), box.carried(),
       std::move(values), name,
       [&](const Call& cb, const std::vector<xla::XlaOp>& b, xla::XlaOp iy,
           xla::XlaOp ix, std::vector<xla::XlaOp> v) {
-        return body(cb, SampleBins(cb, b, iy, ix), MakeBinIndex(cb, b[7]),
-                    std::move(v));
+        return body(cb, b, SampleBins(cb, b, iy, ix),
+                    MakeBinIndex(cb, b[kBatch]), std::move(v));
       });
 }
 
@@ -486,8 +602,8 @@ class RoiAlignOp : public XlaOpKernel {
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.pooled_dims()), features},
         "roi_align_samples",
-        [&](const Call& cb, const Samples& s, const BinIndex& bin,
-            std::vector<xla::XlaOp> v) {
+        [&](const Call& cb, const std::vector<xla::XlaOp>&, const Samples& s,
+            const BinIndex& bin, std::vector<xla::XlaOp> v) {
           xla::XlaOp sum;
           for (int j = 0; j < 4; ++j) {
             const xla::XlaOp value = GatherBins(
@@ -538,8 +654,8 @@ class RoiAlignGradOp : public XlaOpKernel {
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.view_dims()), grads},
         "roi_align_grad_samples",
-        [&](const Call& cb, const Samples& s, const BinIndex& bin,
-            std::vector<xla::XlaOp> v) {
+        [&](const Call& cb, const std::vector<xla::XlaOp>&, const Samples& s,
+            const BinIndex& bin, std::vector<xla::XlaOp> v) {
           const xla::XlaOp valid = cb.PerBin(s.valid);
           for (int j = 0; j < 4; ++j) {
             const xla::XlaOp y = xla::Select(
@@ -894,15 +1010,11 @@ class RoiAlignGradBoxesOp : public XlaOpKernel {
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
     const xla::XlaOp zeros = c.Zeros(c.acc, c.bins_dims());
     // Loop values: the sums for x1, y1, x2, y2 per bin, features, grads.
-    auto result = CarryBoxes(
-        c, MaskedMax(c, box.grid_h, box.ok), MaskedMax(c, box.grid_w, box.ok),
-        {box.start_h, box.start_w, box.bin_h, box.bin_w, box.grid_h, box.grid_w,
-         box.ok, box.batch, box.floored_h, box.floored_w},
-        {zeros, zeros, zeros, zeros, features, grads}, "roi_align_box_samples",
-        [&](const Call& cb, const std::vector<xla::XlaOp>& b, xla::XlaOp iy,
-            xla::XlaOp ix, std::vector<xla::XlaOp> v) {
-          const Samples s = SampleBins(cb, b, iy, ix);
-          const BinIndex bin = MakeBinIndex(cb, b[7]);
+    auto result = AlignSampleLoop(
+        c, box, {zeros, zeros, zeros, zeros, features, grads},
+        "roi_align_box_samples",
+        [&](const Call& cb, const std::vector<xla::XlaOp>& b, const Samples& s,
+            const BinIndex& bin, std::vector<xla::XlaOp> v) {
           std::vector<xla::XlaOp> corner;
           for (int j = 0; j < 4; ++j) {
             corner.push_back(GatherBins(
@@ -923,10 +1035,10 @@ class RoiAlignGradBoxesOp : public XlaOpKernel {
               slope(s.lx, corner[0], corner[2], corner[1], corner[3]);
           const xla::XlaOp dx =
               slope(s.ly, corner[0], corner[1], corner[2], corner[3]);
-          const Motion my =
-              SampleMotionAlong(cb, b[4], b[8], iy, cb.attrs.pooled_height, 1);
-          const Motion mx =
-              SampleMotionAlong(cb, b[5], b[9], ix, cb.attrs.pooled_width, 2);
+          const Motion my = SampleMotionAlong(cb, b[kGridH], b[kFlooredH], s.iy,
+                                              cb.attrs.pooled_height, 1);
+          const Motion mx = SampleMotionAlong(cb, b[kGridW], b[kFlooredW], s.ix,
+                                              cb.attrs.pooled_width, 2);
           const xla::XlaOp use_y = xla::And(s.valid, s.y_moves);
           const xla::XlaOp use_x = xla::And(s.valid, s.x_moves);
           const auto add = [&](xla::XlaOp sum, xla::XlaOp use, xla::XlaOp d,
@@ -952,9 +1064,9 @@ class RoiAlignGradBoxesOp : public XlaOpKernel {
   }
 
  private:
-  // SampleMotion for sample i of every bin along one axis ([K, PH] or
-  // [K, PW], broadcast to the bins along `bins_dim`): how it moves with the
-  // box's near and far coordinate.
+  // SampleMotion for sample i[k, bin] of every bin along one axis ([K, PH]
+  // or [K, PW], broadcast to the bins along `bins_dim`): how it moves with
+  // the box's near and far coordinate.
   struct Motion {
     xla::XlaOp near, far;
   };
