@@ -23,6 +23,7 @@ import numbers
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python import pywrap_tfe
 
 from tensorflow_customops.python.ops import load_library
 
@@ -237,9 +238,10 @@ def _check_image_count(num_images, features):
     ]
 
 
-def _flat_rois(rois, box_counts, features=None):
+def _flat_rois(rois, box_counts, features, spatial_scale):
     """The `[M, 5]` rows the ops take, and a function from the ops' `[M, ...]`
-    result back to the layout of `rois`."""
+    result back to the layout of `rois`; `spatial_scale` is the smallest the
+    rows are pooled at."""
     if isinstance(rois, tf.RaggedTensor):
         if box_counts is not None:
             raise ValueError(
@@ -271,7 +273,7 @@ def _flat_rois(rois, box_counts, features=None):
     rois = tf.cast(rois, tf.float32)
     rank = rois.shape.rank
     if rank == 3 and rois.shape[2] in (None, 4):
-        return _flat_batched_rois(rois, box_counts, features)
+        return _flat_batched_rois(rois, box_counts, features, spatial_scale)
     if rank not in (None, 2) or (rank == 2 and rois.shape[1] not in (None, 5)):
         raise ValueError(
             f"rois must have shape [K, 5] or [N, K, 4] ({_BOX_FORMATS}), got "
@@ -345,7 +347,7 @@ def _flat_box_list(rois, box_counts, features):
     )
 
 
-def _flat_batched_rois(rois, box_counts, features):
+def _flat_batched_rois(rois, box_counts, features, spatial_scale):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
     checks = _check_image_count(num_images, features)
     if box_counts is not None:
@@ -356,7 +358,7 @@ def _flat_batched_rois(rois, box_counts, features):
             raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
     if tf.executing_eagerly():
         return _concrete_batched_rois(
-            rois, None if box_counts is None else box_counts.numpy()
+            rois, None if box_counts is None else box_counts.numpy(), spatial_scale
         )
 
     def result_shape(out):
@@ -410,31 +412,52 @@ def _flat_batched_rois(rois, box_counts, features):
     return flat, restore
 
 
-def _concrete_rows(boxes, box_counts):
-    """The `[M, 5]` rows of `[M, 4]` boxes, `box_counts[n]` of image n after
-    those of the images before it: the batch indices from NumPy, joined to the
-    boxes by one op, through which their gradient flows."""
+def _autodiff_records():
+    """Whether a GradientTape or ForwardAccumulator records the ops run now
+    (TensorFlow's own test, private but in every release the wheel serves)."""
+    return not pywrap_tfe.TFE_Py_TapeSetIsEmpty()
+
+
+def _concrete_rows(boxes, box_counts, padding=None, padding_box=None):
+    """The `[M, 5]` rows of eager boxes `[..., 4]`, `box_counts[n]` of image n
+    after those of the images before it; rows where the NumPy mask `padding`
+    holds become `padding_box`, or are left out when it is None. Built in
+    NumPy, unless autodiff records: then the batch indices are joined to the
+    boxes by ops, through which the boxes' gradient flows."""
     index = np.repeat(np.arange(len(box_counts), dtype=np.float32), box_counts)
-    return tf.concat([index[:, np.newaxis], boxes], 1)
+    recording = _autodiff_records()
+    values = tf.reshape(boxes, [-1, 4]) if recording else boxes.numpy().reshape(-1, 4)
+    if padding is not None and padding_box is None:
+        real = np.flatnonzero(~padding)
+        values = tf.gather(values, real) if recording else values[real]
+    elif padding is not None:
+        where = tf.where if recording else np.where
+        values = where(padding[:, np.newaxis], padding_box, values)
+    if recording:
+        return tf.concat([index[:, np.newaxis], values], 1)
+    return tf.constant(np.concatenate([index[:, np.newaxis], values], 1))
 
 
-def _concrete_batched_rois(boxes, box_counts):
+def _concrete_batched_rois(boxes, box_counts, spatial_scale):
     """`_flat_batched_rois` for eager `boxes` and NumPy `box_counts`: indices
     and checks in NumPy, since every TensorFlow op costs an eager dispatch of
-    its own, and one op to restore the result."""
+    its own, and one op to restore the result. Padding boxes are pooled too,
+    moved off the map where every op gives them zeros (4 pixels before its
+    corner at `spatial_scale`, where a box's samples are all dropped and its
+    bins empty), so the result is a reshape of the rows' with no copy."""
     num_images, boxes_per_image = boxes.shape[:2]
+    rows = np.full(num_images, boxes_per_image)
 
-    def shape(out):
+    def restore(out):
         # NumPy, in int32 where it fits: TensorFlow would pack a list into a
         # tensor op by op, and takes an int64 shape more slowly.
         dims = [num_images, boxes_per_image, *out.shape.as_list()[1:]]
-        return np.array(dims, np.int32 if max(dims) < 2**31 else np.int64)
+        return tf.reshape(
+            out, np.array(dims, np.int32 if max(dims) < 2**31 else np.int64)
+        )
 
     if box_counts is None:
-        flat = _concrete_rows(
-            tf.reshape(boxes, [-1, 4]), np.full(num_images, boxes_per_image)
-        )
-        return flat, lambda out: tf.reshape(out, shape(out))
+        return _concrete_rows(boxes, rows), restore
     counts = box_counts.tolist()  # Python's min and max: quicker on a few counts
     if len(counts) != num_images:
         raise tf.errors.InvalidArgumentError(
@@ -454,23 +477,28 @@ def _concrete_batched_rois(boxes, box_counts):
             f"box_counts must be at most rois.shape[1] ({boxes_per_image}), got "
             f"{counts}",
         )
-    real = np.flatnonzero(np.arange(boxes_per_image) < box_counts[:, np.newaxis])
-    flat = _concrete_rows(tf.gather(tf.reshape(boxes, [-1, 4]), real), box_counts)
+    padding = (np.arange(boxes_per_image) >= box_counts[:, np.newaxis]).reshape(-1)
+    if not padding.any():
+        return _concrete_rows(boxes, rows), restore
+    with np.errstate(over="ignore"):
+        box = np.full(4, -4.0 / spatial_scale, np.float32)
+    if np.isfinite(box).all():
+        return _concrete_rows(boxes, rows, padding, box), restore
 
-    def restore(out):
-        if sum(counts) == num_images * boxes_per_image:
-            return tf.reshape(out, shape(out))
-        # One op that pads each image's rows with zeros; a scatter_nd took
-        # three to four times as long.
+    # A spatial_scale below about 2^-126 leaves no float32 box off the map:
+    # pool the real boxes only, and copy their results into a zero-filled
+    # padded tensor.
+    def pad(out):
+        dims = [num_images, boxes_per_image, *out.shape.as_list()[1:]]
         return tf.raw_ops.RaggedTensorToTensor(
-            shape=shape(out),
+            shape=np.array(dims, np.int64),
             values=out,
             default_value=np.zeros([], out.dtype.as_numpy_dtype),
             row_partition_tensors=[np.cumsum([0, *counts])],
             row_partition_types=["ROW_SPLITS"],
         )
 
-    return flat, restore
+    return _concrete_rows(boxes, box_counts, padding), pad
 
 
 def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs):
@@ -483,7 +511,7 @@ def _apply(raw_op, features, rois, output_size, data_format, box_counts, **attrs
         attrs["sampling_ratio"] = check_sampling_ratio(attrs["sampling_ratio"])
         attrs["aligned"] = check_aligned(attrs["aligned"])
     features = _check_features(features)
-    flat, restore = _flat_rois(rois, box_counts, features)
+    flat, restore = _flat_rois(rois, box_counts, features, attrs["spatial_scale"])
     out = raw_op(
         features=features,
         rois=flat,
@@ -824,7 +852,7 @@ def multi_scale_roi_align(
                 **attrs,
             )
         check_size(output_size)
-        flat, restore = _flat_rois(rois, box_counts, features[0])
+        flat, restore = _flat_rois(rois, box_counts, features[0], min(scales))
         levels = _fpn_levels(
             flat[:, 1:], scales, float(canonical_scale), float(canonical_level)
         )

@@ -294,19 +294,21 @@ std::pair<xla::XlaOp, xla::XlaOp> SampleRanges(const Call& c, xla::XlaOp start,
   const auto per_box = [&](xla::XlaOp v) {
     return xla::BroadcastInDim(v, dims, {0});
   };
+  // Plain divisions: a range only has to hold every sample on the map, and
+  // Divide's barrier cannot take a bounded-dynamic number of boxes.
   const xla::XlaOp grid_a = per_box(xla::ConvertElementType(grid, c.acc));
   const xla::XlaOp bin = per_box(bin_size);
-  const xla::XlaOp step = Divide(bin, grid_a);
+  const xla::XlaOp step = xla::Div(bin, grid_a);
   const xla::XlaOp base = BinStarts(c, start, bin_size, bins);
   const double epsilon = c.acc == xla::F64 ? 0x1p-52 : 0x1p-23;
   const xla::XlaOp magnitude =
       xla::Add(xla::Add(xla::Abs(base), bin), c.A(static_cast<double>(size)));
   const xla::XlaOp margin =
-      xla::Add(c.A(2), Divide(xla::Mul(c.A(16 * epsilon), magnitude), step));
+      xla::Add(c.A(2), xla::Div(xla::Mul(c.A(16 * epsilon), magnitude), step));
   const xla::XlaOp lo = xla::Sub(
-      xla::Sub(Divide(xla::Sub(c.A(-1), base), step), c.A(0.5)), margin);
+      xla::Sub(xla::Div(xla::Sub(c.A(-1), base), step), c.A(0.5)), margin);
   const xla::XlaOp hi = xla::Add(
-      xla::Sub(Divide(xla::Sub(c.A(static_cast<double>(size)), base), step),
+      xla::Sub(xla::Div(xla::Sub(c.A(static_cast<double>(size)), base), step),
                c.A(0.5)),
       margin);
   // Clamped below 2^31 before the conversion; NaN (a box that is not ok)
