@@ -1,6 +1,7 @@
 """Smoke test of an installed tensorflow_customops wheel, for any Python and
 TensorFlow it installs next to: every op family forward against a NumPy
-reference and its gradient against numeric differences (float64), a jit
+reference and its gradients (features, and boxes where the op has them)
+against numeric differences (float64), a jit
 compilation, a SavedModel round trip, and a Keras fit step with a RoI layer.
 
 Run it with the interpreter of the environment the wheel is installed in,
@@ -118,6 +119,39 @@ def roi_align_and_gradient():
         lambda f: tfco.roi_align(f, _BOXES, 2, sampling_ratio=2), _FEATURES
     )
     assert error < 1e-8, error
+
+
+@check
+def box_gradients():
+    # roi_align and ps_roi_align through their box gradient ops: the
+    # gradient of a weighted sum against central differences in the box
+    # coordinates, with steps exact in float32 that move no sample across a
+    # pixel's edge (the samples stay 1/32 pixel or more from every edge).
+    features = tf.constant(np.tile(_FEATURES, (1, 1, 1, 4)))
+    step = 2.0**-10
+    for op in (tfco.roi_align, tfco.ps_roi_align):
+        weights = np.random.default_rng(1).standard_normal(
+            op(features, _BOXES, 2, sampling_ratio=2).shape
+        )
+
+        def loss(boxes, op=op, weights=weights):
+            return tf.reduce_sum(op(features, boxes, 2, sampling_ratio=2) * weights)
+
+        boxes = tf.constant(_BOXES, tf.float32)
+        with tf.GradientTape() as tape:
+            tape.watch(boxes)
+            value = loss(boxes)
+        got = tape.gradient(value, boxes).numpy()
+        numeric = np.zeros_like(_BOXES)
+        for k in range(len(_BOXES)):
+            for i in range(1, 5):
+                moved = [_BOXES.copy(), _BOXES.copy()]
+                moved[0][k, i] += step
+                moved[1][k, i] -= step
+                up, down = (float(loss(tf.constant(m, tf.float32))) for m in moved)
+                numeric[k, i] = (up - down) / (2 * step)
+        _close(got, numeric, 1e-5)
+        assert np.count_nonzero(got[:, 1:]) == 8, (op.__name__, got)
 
 
 @check
