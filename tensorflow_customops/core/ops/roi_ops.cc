@@ -63,19 +63,26 @@ Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
   return OkStatus();
 }
 
-// Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled.
-Status ForwardShape(InferenceContext* c, Family family) {
-  ShapeHandle features;
-  TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &features));
-  DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(RoisNumRois(c, 1, &num_rois));
+// The pooled shape for `features` (rank 4, NHWC or NCHW) and the rois of
+// input `rois_input`, and their number of boxes.
+Status PooledShapeOf(InferenceContext* c, Family family, ShapeHandle features,
+                     int rois_input, DimensionHandle* num_rois,
+                     ShapeHandle* pooled) {
+  TF_RETURN_IF_ERROR(RoisNumRois(c, rois_input, num_rois));
   bool nchw;
   TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
   DimensionHandle channels;
   TF_RETURN_IF_ERROR(
       PooledChannels(c, family, c->Dim(features, nchw ? 1 : 3), &channels));
-  ShapeHandle pooled;
-  TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
+  return MakePooledShape(c, *num_rois, channels, pooled);
+}
+
+// Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled.
+Status ForwardShape(InferenceContext* c, Family family) {
+  ShapeHandle features, pooled;
+  TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &features));
+  DimensionHandle num_rois;
+  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 1, &num_rois, &pooled));
   for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, pooled);
   return OkStatus();
 }
@@ -83,21 +90,14 @@ Status ForwardShape(InferenceContext* c, Family family) {
 // Gradient: grads (pooled shape), rois, [argmax,] features_shape -> the
 // features' shape, read from the features_shape tensor when it is constant.
 Status GradShape(InferenceContext* c, Family family, int features_shape_input) {
-  ShapeHandle features;
+  ShapeHandle features, pooled, unused;
   TF_RETURN_IF_ERROR(
       c->MakeShapeFromShapeTensor(features_shape_input, &features));
   TF_RETURN_IF_ERROR(c->WithRank(features, 4, &features));
   TF_RETURN_IF_ERROR(
       shape_util::CheckNumElements(c, features, "features_shape"));
   DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(RoisNumRois(c, 1, &num_rois));
-  bool nchw;
-  TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
-  DimensionHandle channels;
-  TF_RETURN_IF_ERROR(
-      PooledChannels(c, family, c->Dim(features, nchw ? 1 : 3), &channels));
-  ShapeHandle pooled, unused;
-  TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
+  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 1, &num_rois, &pooled));
   TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
   c->set_output(0, features);
   return OkStatus();
@@ -105,17 +105,10 @@ Status GradShape(InferenceContext* c, Family family, int features_shape_input) {
 
 // Box gradient: grads (pooled shape), features, rois -> rois' shape.
 Status BoxGradShape(InferenceContext* c, Family family) {
-  ShapeHandle features;
+  ShapeHandle features, pooled, unused;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 4, &features));
   DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(RoisNumRois(c, 2, &num_rois));
-  bool nchw;
-  TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
-  DimensionHandle channels;
-  TF_RETURN_IF_ERROR(
-      PooledChannels(c, family, c->Dim(features, nchw ? 1 : 3), &channels));
-  ShapeHandle pooled, unused;
-  TF_RETURN_IF_ERROR(MakePooledShape(c, num_rois, channels, &pooled));
+  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 2, &num_rois, &pooled));
   TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
   c->set_output(0, c->Matrix(num_rois, 5));
   return OkStatus();

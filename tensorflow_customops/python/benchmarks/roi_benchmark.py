@@ -492,6 +492,12 @@ def _ratio(other, ours):
     return f"{other / ours:7.2f}x" if other is not None and ours else "     n/a"
 
 
+def _print_header(title, header):
+    print(title)
+    print(header)
+    print("-" * len(header))
+
+
 def _print_op_table(op, rows):
     jit = op == "roi_align"
     header = (
@@ -502,9 +508,7 @@ def _print_op_table(op, rows):
         + f"{'tv/tfco':>8} {'comp/tfco':>9} {'NCHW/NHWC':>9}"
         + (f" {'jit/tfco':>8}" if jit else "")
     )
-    print(f"== {op}")
-    print(header)
-    print("-" * len(header))
+    _print_header(f"== {op}", header)
     for row in rows:
         for index, label in ((0, "fwd"), (1, "fwd+bwd")):
             ours = row["tfco_nhwc"][index]
@@ -548,9 +552,7 @@ def _print_dtype_table(rows):
         f"{'case':8} {'thr':>3} {'pass':8} {'float32':>9} {'float16':>9} "
         f"{'bfloat16':>9} {'f16/f32':>8} {'bf16/f32':>8}"
     )
-    print("== roi_align (tfco NHWC) by dtype")
-    print(header)
-    print("-" * len(header))
+    _print_header("== roi_align (tfco NHWC) by dtype", header)
     for row in rows:
         for index, label in ((0, "fwd"), (1, "fwd+bwd")):
             f32, f16, bf16 = (row[t][index] for t in ("float32", "float16", "bfloat16"))
@@ -566,9 +568,7 @@ def _print_box_form_table(rows):
         f"{'case':8} {'thr':>3} {'rows':>9} {'[N,K,4]':>9} {'ratio':>7} "
         f"{'rows':>9} {'+counts':>9} {'ratio':>7} {'ragged':>9} {'ratio':>7}"
     )
-    print("== roi_align eager, forward: box forms against [K, 5] rows")
-    print(header)
-    print("-" * len(header))
+    _print_header("== roi_align eager, forward: box forms against [K, 5] rows", header)
     for row in rows:
         print(
             f"{row['case']:8} {row['threads']:3d} {_ms(row['rows'], 3)} "

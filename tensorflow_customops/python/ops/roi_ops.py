@@ -927,6 +927,17 @@ def _skipped(op, index):
     return index in (getattr(op, "skip_input_indices", None) or ())
 
 
+def _box_gradient(op, box_grad_op, grads, features, rois, attrs):
+    """d(rois) of `op`, whose rois are input 1: None when autodiff needs none,
+    zeros for the pooling kinds (no `box_grad_op`), else the box gradient op
+    fed `grads` and `features`."""
+    if _skipped(op, 1):
+        return None
+    if box_grad_op is None:
+        return tf.zeros_like(rois)
+    return box_grad_op(grads=grads, features=features, rois=rois, **attrs)
+
+
 def _register_gradient(op_type, grad_op, attr_names, box_grad_op=None):
     """Registers the Python gradient of a RoI op: d(features) from its gradient
     op, and d(rois) from its box gradient op. The pooling kinds round boxes to
@@ -947,12 +958,7 @@ def _register_gradient(op_type, grad_op, attr_names, box_grad_op=None):
                 **argmax,
                 **attrs,
             )
-        if _skipped(op, 1):
-            grad_rois = None
-        elif box_grad_op is None:
-            grad_rois = tf.zeros_like(rois)
-        else:
-            grad_rois = box_grad_op(grads=grad, features=features, rois=rois, **attrs)
+        grad_rois = _box_gradient(op, box_grad_op, grad, features, rois, attrs)
         return [grad_features, grad_rois]
 
 
@@ -1003,12 +1009,7 @@ def _register_second_order(grad_op_type, forward_op, attr_names, box_grad_op=Non
     def _grad(op, grad):
         attrs = {name: op.get_attr(name) for name in attr_names}
         grads, rois = op.inputs[0], op.inputs[1]
-        if _skipped(op, 1):
-            grad_rois = None
-        elif box_grad_op is None:
-            grad_rois = tf.zeros_like(rois)
-        else:
-            grad_rois = box_grad_op(grads=grads, features=grad, rois=rois, **attrs)
+        grad_rois = _box_gradient(op, box_grad_op, grads, grad, rois, attrs)
         if forward_op is None:
             pooled = _gather_at_argmax(grad, rois, op.inputs[2], attrs["data_format"])
             return [pooled, grad_rois, None, None]

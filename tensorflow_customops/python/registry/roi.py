@@ -61,10 +61,9 @@ def _property_case(op, dtype=tf.float32, data_format="NHWC"):
     )
 
 
-def _grad_property_case(op):
-    """The gradient op called directly, with a random incoming gradient."""
-    forward_op = getattr(_ops, f"custom_ops_{op}")
-    grad_op = getattr(_ops, f"custom_ops_{op}_grad")
+def _gradient_op_case(op, suffix, run):
+    """A gradient op called directly, with a random incoming gradient:
+    run(features, rois, grads, attrs) calls it."""
     attrs = dict(
         _PROPERTY_ATTRS[op], pooled_height=_OUTPUT_SIZE, pooled_width=_OUTPUT_SIZE
     )
@@ -76,7 +75,18 @@ def _grad_property_case(op):
         grads = values.rounded_normal(values.rng(seed + 1), pooled_shape, tf.float32)
         return [features, rois, grads]
 
-    def forward(features, rois, grads):
+    return Case(
+        f"{op}_{suffix}_float32",
+        make,
+        lambda features, rois, grads: run(features, rois, grads, attrs),
+    )
+
+
+def _grad_property_case(op):
+    forward_op = getattr(_ops, f"custom_ops_{op}")
+    grad_op = getattr(_ops, f"custom_ops_{op}_grad")
+
+    def run(features, rois, grads, attrs):
         extra = {}
         if op == "roi_pool":
             _, extra["argmax"] = forward_op(features, rois, **attrs)
@@ -88,27 +98,18 @@ def _grad_property_case(op):
             **attrs,
         )
 
-    return Case(f"{op}_grad_float32", make, forward)
+    return _gradient_op_case(op, "grad", run)
 
 
 def _box_grad_property_case(op):
-    """The box gradient op called directly, with a random incoming gradient."""
     box_grad_op = getattr(_ops, f"custom_ops_{op}_grad_boxes")
-    attrs = dict(
-        _PROPERTY_ATTRS[op], pooled_height=_OUTPUT_SIZE, pooled_width=_OUTPUT_SIZE
+    return _gradient_op_case(
+        op,
+        "grad_boxes",
+        lambda features, rois, grads, attrs: box_grad_op(
+            grads=grads, features=features, rois=rois, **attrs
+        ),
     )
-    channels = 64 // _OUTPUT_SIZE**2 if op.startswith("ps_") else 64
-    pooled_shape = (300, _OUTPUT_SIZE, _OUTPUT_SIZE, channels)
-
-    def make(seed):
-        features, rois = _property_inputs(seed, tf.float32)
-        grads = values.rounded_normal(values.rng(seed + 1), pooled_shape, tf.float32)
-        return [features, rois, grads]
-
-    def forward(features, rois, grads):
-        return box_grad_op(grads=grads, features=features, rois=rois, **attrs)
-
-    return Case(f"{op}_grad_boxes_float32", make, forward)
 
 
 _PROPERTY_VARIANTS = {

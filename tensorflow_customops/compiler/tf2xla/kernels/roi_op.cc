@@ -581,12 +581,22 @@ StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
       });
 }
 
-class RoiAlignOp : public XlaOpKernel {
+// What every RoI lowering holds: its kind's attrs, read and checked as the
+// regular kernels read them.
+class RoiXlaOpKernel : public XlaOpKernel {
  public:
-  RoiAlignOp(OpKernelConstruction* context, RoiKind kind)
+  RoiXlaOpKernel(OpKernelConstruction* context, RoiKind kind)
       : XlaOpKernel(context) {
     OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
   }
+
+ protected:
+  RoiAttrs attrs_;
+};
+
+class RoiAlignOp : public RoiXlaOpKernel {
+ public:
+  using RoiXlaOpKernel::RoiXlaOpKernel;
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
@@ -623,17 +633,11 @@ class RoiAlignOp : public XlaOpKernel {
         0, ToDataFormat(c, xla::ConvertElementType(Divide((*result)[0], count),
                                                    c.type)));
   }
-
- private:
-  RoiAttrs attrs_;
 };
 
-class RoiAlignGradOp : public XlaOpKernel {
+class RoiAlignGradOp : public RoiXlaOpKernel {
  public:
-  RoiAlignGradOp(OpKernelConstruction* context, RoiKind kind)
-      : XlaOpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
-  }
+  using RoiXlaOpKernel::RoiXlaOpKernel;
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
@@ -687,9 +691,6 @@ class RoiAlignGradOp : public XlaOpKernel {
     return roi::FeaturesShapeFromValues(context->InputShape(index), values,
                                         shape);
   }
-
- private:
-  RoiAttrs attrs_;
 };
 
 // ---------------------------------------------------------------------------
@@ -807,12 +808,9 @@ StatusOr<std::vector<xla::XlaOp>> PixelLoop(const Call& c, const PoolBoxes& p,
       });
 }
 
-class RoiPoolOp : public XlaOpKernel {
+class RoiPoolOp : public RoiXlaOpKernel {
  public:
-  RoiPoolOp(OpKernelConstruction* context, RoiKind kind)
-      : XlaOpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
-  }
+  using RoiXlaOpKernel::RoiXlaOpKernel;
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
@@ -869,17 +867,11 @@ class RoiPoolOp : public XlaOpKernel {
         0, ToDataFormat(c, xla::ConvertElementType(pooled, c.type)));
     if (!ps) context->SetOutput(1, ToDataFormat(c, (*result)[1]));
   }
-
- private:
-  RoiAttrs attrs_;
 };
 
-class RoiPoolGradOp : public XlaOpKernel {
+class RoiPoolGradOp : public RoiXlaOpKernel {
  public:
-  RoiPoolGradOp(OpKernelConstruction* context, RoiKind kind)
-      : XlaOpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
-  }
+  using RoiXlaOpKernel::RoiXlaOpKernel;
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
@@ -975,20 +967,15 @@ class RoiPoolGradOp : public XlaOpKernel {
     }
     return (*result)[0];
   }
-
-  RoiAttrs attrs_;
 };
 
 // RoiAlignGradBoxes and PsRoiAlignGradBoxes: per sample, the slopes of the
 // bilinear value along y and x, summed over the channels against the incoming
 // gradient, times how the sample moves with each coordinate
 // (roi_align_op.h's AddSlopes and SampleMotion), summed over samples and bins.
-class RoiAlignGradBoxesOp : public XlaOpKernel {
+class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
  public:
-  RoiAlignGradBoxesOp(OpKernelConstruction* context, RoiKind kind)
-      : XlaOpKernel(context) {
-    OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
-  }
+  using RoiXlaOpKernel::RoiXlaOpKernel;
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
@@ -1094,8 +1081,6 @@ class RoiAlignGradBoxesOp : public XlaOpKernel {
     m.far = xla::BroadcastInDim(m.far, c.bins_dims(), to_bins);
     return m;
   }
-
-  RoiAttrs attrs_;
 };
 
 // One class per op, as the registration needs a constructor of one argument.
