@@ -42,8 +42,10 @@ def build_info():
       TensorFlow's op library, which a C or C++ program serving a SavedModel
       loads), `cxx11_abi_flag`, `cxx_standard`, `cuda` (whether GPU kernels
       were compiled in), `cuda_capabilities`, `xla` (whether the XLA lowerings
-      are loaded, so the ops compile under jit_compile) and
-      `xla_unavailable_reason` (why not, or "").
+      are loaded, so the ops compile under jit_compile),
+      `xla_unavailable_reason` (why not, or "") and `xla_custom_calls`
+      (whether, on CPU, the RoI ops compile to calls into their own kernels
+      rather than to HLO: docs/xla.md).
     """
     xla, xla_reason = _load_library.xla_status()
     return {
@@ -57,6 +59,7 @@ def build_info():
         "cuda_capabilities": list(_build_info.CUDA_CAPABILITIES),
         "xla": xla,
         "xla_unavailable_reason": xla_reason,
+        "xla_custom_calls": _load_library.xla_custom_calls(),
     }
 
 

@@ -399,23 +399,33 @@ def tfco_xla_library(name, srcs = [], hdrs = [], deps = []):
         alwayslink = 1,
     )
 
-def tfco_xla_op_library(name, deps):
+def tfco_xla_op_library(name, deps, core):
     """The shared library of XLA lowerings, loaded after the op library.
 
     XLA's op registry lives in libtensorflow_cc, so unlike the op library this
-    one links it too (by path, without an rpath, like the op library).
+    one links it too (by path, without an rpath, like the op library). Its
+    custom calls run the kernel core, which it links as the op library does.
 
     Args:
       name: the .so file name.
       deps: tfco_xla_library targets.
+      core: the tfco_core_op_library target in the same package.
     """
+    core_stub = name.replace(".", "_") + "_core_stub"
+    _empty_library(core_stub, core.split(":")[-1])
     native.cc_binary(
         name = name,
         linkshared = 1,
         deps = deps + [_LIBSTDCXX_COMPAT],
-        additional_linker_inputs = [_TF_FRAMEWORK, _TF_CC],
-        linkopts = _linked_libraries([_TF_FRAMEWORK, _TF_CC], [_TF_FRAMEWORK, _TF_CC]) +
-                   _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
+        data = release_select([core], [], TF_RELEASES),
+        additional_linker_inputs = [_TF_FRAMEWORK, _TF_CC] +
+                                   release_select([core], [core_stub], TF_RELEASES),
+        linkopts = _linked_libraries(
+            [_TF_FRAMEWORK, _TF_CC, core],
+            [_TF_FRAMEWORK, _TF_CC, core_stub],
+        ) + [
+            "-Wl,-rpath,$$ORIGIN:$$ORIGIN/..",
+        ] + _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
         target_compatible_with = [] if TF_CC_LIBRARY_NAME else ["@platforms//:incompatible"],
     )
 

@@ -76,7 +76,7 @@ class Chunks {
 // more than the work. Within a range, chunks go forwards or, with `reverse`,
 // backwards. The second pass over the data runs in reverse, so that each
 // thread starts with the chunks it read last, which are likely still in its
-// cache (Eigen's parallelFor runs the first range on the calling thread both
+// cache (CPUDevice::parallelFor runs the first range on the calling thread both
 // times). Which thread runs a chunk never changes the result.
 constexpr int64_t kMinChunksPerThread = 4;
 

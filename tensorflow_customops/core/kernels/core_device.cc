@@ -1,5 +1,11 @@
 #include "tensorflow_customops/core/kernels/core_device.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 namespace tensorflow {
@@ -29,6 +35,60 @@ void CallerThreadPool::Schedule(std::function<void()> fn) {
         delete f;
       },
       task);
+}
+
+void CPUDevice::parallelFor(
+    Eigen::Index n, const Eigen::TensorOpCost& cost,
+    std::function<void(Eigen::Index, Eigen::Index)> f) const {
+  typedef Eigen::TensorCostModel<Eigen::ThreadPoolDevice> CostModel;
+  if (n <= 0) return;
+  const int threads = n == 1 ? 1 : CostModel::numThreads(n, cost, numThreads());
+  if (threads <= 1) {
+    f(0, n);
+    return;
+  }
+  // As Eigen's: at most four blocks a thread, none cheaper than a task.
+  const double min_block = std::ceil(1 / CostModel::taskSize(1, cost));
+  const Eigen::Index block = std::min<Eigen::Index>(
+      n, std::max<Eigen::Index>(
+             (n + 4 * numThreads() - 1) / (4 * numThreads()),
+             static_cast<Eigen::Index>(std::min<double>(min_block, n))));
+  struct Work {
+    std::function<void(Eigen::Index, Eigen::Index)>* f;
+    Eigen::Index n, block, blocks;
+    std::atomic<Eigen::Index> next{1};
+    std::mutex mu;
+    std::condition_variable all_done;
+    Eigen::Index done = 0;
+
+    // Runs blocks until none is left; called by every thread.
+    void Run(Eigen::Index first) {
+      Eigen::Index ran = 0;
+      for (Eigen::Index b = first; b < blocks; b = next.fetch_add(1)) {
+        (*f)(b * block, std::min(n, (b + 1) * block));
+        ++ran;
+      }
+      if (ran == 0) return;
+      std::lock_guard<std::mutex> lock(mu);
+      done += ran;
+      if (done == blocks) all_done.notify_all();
+    }
+  };
+  auto work = std::make_shared<Work>();
+  work->f = &f;
+  work->n = n;
+  work->block = block;
+  work->blocks = (n + block - 1) / block;
+  const Eigen::Index helpers =
+      std::min<Eigen::Index>(work->blocks, threads) - 1;
+  for (Eigen::Index i = 0; i < helpers; ++i) {
+    // A helper that starts after the last block was taken touches only
+    // `work`, which it keeps alive.
+    getPool()->Schedule([work] { work->Run(work->next.fetch_add(1)); });
+  }
+  work->Run(0);
+  std::unique_lock<std::mutex> lock(work->mu);
+  work->all_done.wait(lock, [&] { return work->done == work->blocks; });
 }
 
 void RecordError(const std::string& message) {

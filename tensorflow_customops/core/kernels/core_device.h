@@ -60,9 +60,25 @@ struct TTypes {
       ConstScalar;
 };
 
-// CPU functors run on Eigen's ThreadPoolDevice over the caller's pool, so
-// they split work exactly as they would on TensorFlow's own device.
-typedef Eigen::ThreadPoolDevice CPUDevice;
+// CPU functors run on Eigen's ThreadPoolDevice over the caller's pool
+// (tensor expressions take it as one), with a parallelFor of its own that
+// never waits for work that has not started. Eigen's waits for every block
+// it scheduled, which deadlocks when the caller is one of the pool's threads
+// and the others wait likewise: XLA runs independent custom calls at once on
+// TensorFlow's intra-op pool. Here the calling thread runs the first block and
+// then takes blocks as the pool's threads do, and waits only for blocks
+// already running. Blocks are sized by Eigen's cost model.
+class CPUDevice : public Eigen::ThreadPoolDevice {
+ public:
+  using Eigen::ThreadPoolDevice::ThreadPoolDevice;
+
+  void parallelFor(Eigen::Index n, const Eigen::TensorOpCost& cost,
+                   std::function<void(Eigen::Index, Eigen::Index)> f) const;
+
+  // Tensor expressions and contractions (`.device(d.eigen())`) pick their
+  // threaded evaluators by Eigen's own device type.
+  const Eigen::ThreadPoolDevice& eigen() const { return *this; }
+};
 
 // Eigen's pool interface over a TfcoThreadPool.
 class CallerThreadPool : public Eigen::ThreadPoolInterface {

@@ -21,13 +21,13 @@ void EigenMatrixMul(const CPUDevice& d, typename TTypes<T>::ConstMatrix a,
                     bool transpose_b, typename TTypes<T>::Matrix product) {
   // Eigen leaves the output unwritten when the inner dimension is empty.
   if (a.dimension(transpose_a ? 0 : 1) == 0) {
-    product.device(d) = product.constant(T(0));
+    product.device(d.eigen()) = product.constant(T(0));
     return;
   }
   Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> inner;
   inner[0] = Eigen::IndexPair<Eigen::DenseIndex>(transpose_a ? 0 : 1,
                                                  transpose_b ? 1 : 0);
-  product.device(d) = a.contract(b, inner);
+  product.device(d.eigen()) = a.contract(b, inner);
 }
 
 // float32 runs the AVX-512 or AVX2 GEMM of matrix_mul_cpu_gemm.h where the CPU
@@ -78,9 +78,9 @@ struct MatrixMul<CPUDevice, T> {
       // Aligned as TensorFlow's buffers are: the maps below assume it.
       typedef std::vector<float, Eigen::aligned_allocator<float>> Buffer;
       Buffer a32(a.size()), b32(b.size()), product32(product.size());
-      TTypes<float>::Matrix(a32.data(), a.dimensions()).device(d) =
+      TTypes<float>::Matrix(a32.data(), a.dimensions()).device(d.eigen()) =
           a.template cast<float>();
-      TTypes<float>::Matrix(b32.data(), b.dimensions()).device(d) =
+      TTypes<float>::Matrix(b32.data(), b.dimensions()).device(d.eigen()) =
           b.template cast<float>();
       TTypes<float>::Matrix wide_product(product32.data(),
                                          product.dimensions());
@@ -88,7 +88,7 @@ struct MatrixMul<CPUDevice, T> {
           d, TTypes<float>::ConstMatrix(a32.data(), a.dimensions()),
           TTypes<float>::ConstMatrix(b32.data(), b.dimensions()), transpose_a,
           transpose_b, wide_product);
-      product.device(d) = wide_product.template cast<T>();
+      product.device(d.eigen()) = wide_product.template cast<T>();
     }
   }
 };

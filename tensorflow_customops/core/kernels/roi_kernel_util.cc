@@ -13,41 +13,12 @@ namespace roi {
 
 namespace {
 
-// Checks rois: float [K, 5], every coordinate finite and, once scaled by
-// spatial_scale, within kMaxScaledCoordinate; every batch index an integer in
-// [0, batch). Fills shape->num_rois.
+// Checks rois: float [K, 5] (CheckRoisShape) with valid values
+// (CheckRoiValues). Fills shape->num_rois.
 Status ValidateRois(const Tensor& rois, float spatial_scale, RoiShape* shape) {
   TF_RETURN_IF_ERROR(CheckRoisShape(rois.shape(), shape));
-  const float* data = rois.flat<float>().data();
-  for (int64_t k = 0; k < shape->num_rois; ++k) {
-    const float* roi = data + k * 5;
-    for (int i = 0; i < 5; ++i) {
-      if (!std::isfinite(roi[i])) {
-        return errors::InvalidArgument("rois[", k, ", ", i,
-                                       "] is not finite: ", roi[i]);
-      }
-    }
-    // Beyond the bound, box extents overflow float (NaN sample positions) and
-    // rounded or sampled positions overflow the integer types they are
-    // converted to, which is undefined behaviour.
-    for (int i = 1; i < 5; ++i) {
-      const double scaled = static_cast<double>(roi[i]) * spatial_scale;
-      if (std::abs(scaled) > kMaxScaledCoordinate) {
-        return errors::InvalidArgument(
-            "rois[", k, ", ", i, "] * spatial_scale = ", scaled,
-            " is outside [-2^30, 2^30], far off any feature map (check the "
-            "coordinates and spatial_scale)");
-      }
-    }
-    const float index = roi[0];
-    if (index != std::floor(index) || index < 0 ||
-        index >= static_cast<float>(shape->batch)) {
-      return errors::InvalidArgument(
-          "rois[", k, ", 0] (batch index) must be an integer in [0, ",
-          shape->batch, "), got ", index);
-    }
-  }
-  return OkStatus();
+  return CheckRoiValues(rois.flat<float>().data(), shape->num_rois,
+                        shape->batch, spatial_scale);
 }
 
 // Reads a gradient op's features_shape input (int32 [4], host memory).
@@ -74,30 +45,17 @@ Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
   if (!check_values) return OkStatus();
   const int32_t* values = argmax.flat<int32_t>().data();
   const int64_t size = argmax.NumElements();
-  // Valid values v are -1 .. area - 1, so v + 1 (unsigned) is at most area.
   // Shards without an early exit vectorise, and split the memory traffic of
   // an input as large as the pooled tensor over the threads; only a failure
   // looks for the first bad value.
-  const uint32_t limit = static_cast<uint32_t>(area);
   std::atomic<bool> bad(false);
   context->eigen_cpu_device().parallelFor(
       size, Eigen::TensorOpCost(sizeof(int32_t), 0, 2),
       [&](int64_t begin, int64_t end) {
-        bool shard_bad = false;
-        for (int64_t i = begin; i < end; ++i) {
-          shard_bad |= static_cast<uint32_t>(values[i]) + 1u > limit;
-        }
-        if (shard_bad) bad = true;
+        if (!ArgmaxInRange(values, begin, end, area)) bad = true;
       });
   if (!bad) return OkStatus();
-  for (int64_t i = 0; i < size; ++i) {
-    if (static_cast<uint32_t>(values[i]) + 1u > limit) {
-      return errors::InvalidArgument("argmax[", i, "] = ", values[i],
-                                     " is not -1 or a pixel index in [0, ",
-                                     area, ")");
-    }
-  }
-  return errors::Internal("argmax check found no bad value");
+  return ArgmaxError(values, size, area);
 }
 
 // Points call->rois at the validated rois where the kernel runs: on GPU a
@@ -117,16 +75,6 @@ Status PlaceRois(OpKernelContext* context, const Tensor& rois,
   return OkStatus();
 }
 
-// Fills call->args from the validated shape and attrs.
-void SetArgs(const RoiShape& shape, const RoiAttrs& attrs, RoiCall* call) {
-  call->args.attrs = attrs;
-  call->args.shape = shape;
-  call->args.features_layout =
-      Layout::Make(attrs.nchw, shape.height, shape.width, shape.channels);
-  call->args.pooled_layout = Layout::Make(
-      attrs.nchw, attrs.pooled_height, attrs.pooled_width, shape.out_channels);
-}
-
 }  // namespace
 
 Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
@@ -142,7 +90,7 @@ Status PrepareForward(OpKernelContext* context, const RoiAttrs& attrs,
     TF_RETURN_IF_ERROR(
         context->allocate_output(i, pooled_shape, &call->outputs[i]));
   }
-  SetArgs(shape, attrs, call);
+  call->args = RoiArgs::Make(shape, attrs);
   call->empty = pooled_shape.num_elements() == 0;
   return PlaceRois(context, rois, options, call);
 }
@@ -169,7 +117,7 @@ Status PrepareBackward(OpKernelContext* context, const RoiAttrs& attrs,
   }
   TF_RETURN_IF_ERROR(
       context->allocate_output(0, features_shape, &call->grad_features));
-  SetArgs(shape, attrs, call);
+  call->args = RoiArgs::Make(shape, attrs);
   call->empty = features_shape.num_elements() == 0;
   return PlaceRois(context, rois, options, call);
 }
@@ -187,7 +135,7 @@ Status PrepareBoxGradient(OpKernelContext* context, const RoiAttrs& attrs,
       CheckPooledGradShape(grads.shape(), shape, attrs, "grads"));
   TF_RETURN_IF_ERROR(
       context->allocate_output(0, rois.shape(), &call->outputs[0]));
-  SetArgs(shape, attrs, call);
+  call->args = RoiArgs::Make(shape, attrs);
   call->empty = shape.num_rois == 0;
   return PlaceRois(context, rois, options, call);
 }

@@ -121,6 +121,15 @@ struct RoiArgs {
   RoiShape shape;
   Layout features_layout;
   Layout pooled_layout;
+
+  // The layouts of tensors in the attrs' data format.
+  static RoiArgs Make(const RoiShape& shape, const RoiAttrs& attrs) {
+    return RoiArgs{
+        attrs, shape,
+        Layout::Make(attrs.nchw, shape.height, shape.width, shape.channels),
+        Layout::Make(attrs.nchw, attrs.pooled_height, attrs.pooled_width,
+                     shape.out_channels)};
+  }
 };
 
 // The four corner offsets (h * h_stride + w * w_stride) and weights of one

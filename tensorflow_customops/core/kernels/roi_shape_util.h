@@ -1,7 +1,8 @@
 // Attribute parsing and shape checks of the RoI ops, shared by their regular
 // kernels and their XLA lowerings so that both reject bad attrs and shapes
-// with the same messages. Value checks (batch indices, coordinates, argmax)
-// need the data and stay in roi_kernel_util.
+// with the same messages, and the checks of their values (batch indices,
+// coordinates, argmax), which the regular kernels and the XLA custom calls
+// run on the host before a kernel touches memory.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_SHAPE_UTIL_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_SHAPE_UTIL_H_
@@ -47,6 +48,20 @@ Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
 Status FeaturesShapeFromValues(const TensorShape& input_shape,
                                absl::Span<const int64_t> values,
                                TensorShape* out);
+
+// Checks the values of `num_rois` boxes (float [num_rois, 5]): every
+// coordinate finite and, once scaled by spatial_scale, within
+// kMaxScaledCoordinate; every batch index an integer in [0, batch).
+Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
+                      float spatial_scale);
+
+// Whether every argmax value in [begin, end) is -1 or a pixel index in
+// [0, area): the pixels RoiPoolGrad writes. Branch-free, so it vectorises.
+bool ArgmaxInRange(const int32_t* values, int64_t begin, int64_t end,
+                   int64_t area);
+
+// The InvalidArgument naming the first argmax value out of range, or OK.
+Status ArgmaxError(const int32_t* values, int64_t size, int64_t area);
 
 // Checks that a gradient op's incoming gradient has the pooled shape.
 Status CheckPooledGradShape(const TensorShape& grad_shape,

@@ -1,13 +1,15 @@
 """Forward tests of the RoI ops against the NumPy reference: values for every
 dtype and layout, box layouts, shapes, modes and XLA."""
 
+import re
+
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import roi_reference
+from tensorflow_customops.python.kernel_tests import roi_reference, xla_test_util
 from tensorflow_customops.python.kernel_tests import roi_test_util as util
 from tensorflow_customops.python.ops import load_library
 
@@ -234,38 +236,66 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         )
         self.assertAllClose(got, np.transpose(expected, [0, 2, 3, 1]), atol=1e-12)
 
-    def test_xla_zeroes_boxes_that_fail_validation(self):
-        # A compiled program cannot raise on data: a box the regular kernels
+    _BAD_ROWS = [
+        [2, 1, 1, 5, 5],
+        [-1, 1, 1, 5, 5],
+        [0.5, 1, 1, 5, 5],
+        [0, np.nan, 1, 5, 5],
+        [0, 1, np.inf, 5, 5],
+        [0, 1, 1, 2e11, 5],  # beyond 2^30 pixels at either scale
+    ]
+    _VALIDATION_CASES = [
+        (tfco.roi_align, {"sampling_ratio": 2}),
+        (tfco.roi_align, {"sampling_ratio": 0, "spatial_scale": 0.01}),
+        (tfco.roi_pool, {}),
+        (tfco.ps_roi_align, {"sampling_ratio": 2}),
+        (tfco.ps_roi_pool, {}),
+    ]
+    _GOOD_ROW = [1, 1.0, 1.5, 6.0, 7.0]
+
+    def _validation_features(self):
+        return tf.constant(
+            np.random.default_rng(3).standard_normal((2, 8, 9, 4)), tf.float32
+        )
+
+    def test_xla_raises_the_kernels_errors_for_bad_boxes(self):
+        if not xla_test_util.custom_calls():
+            self.skipTest("the HLO lowerings cannot raise on data")
+        features = self._validation_features()
+        for fn, attrs in self._VALIDATION_CASES:
+            for row in self._BAD_ROWS:
+                with self.subTest(op=fn.__name__, attrs=attrs, row=row):
+                    rois = tf.constant([self._GOOD_ROW, row], tf.float32)
+                    run = self._forward_and_gradient(fn, dict(attrs, output_size=2))
+                    with self.assertRaises(tf.errors.InvalidArgumentError) as eager:
+                        run(features, rois)
+                    # The kernel's own words, without eager's node and op names.
+                    message = re.escape(
+                        re.sub(r"^\{\{[^}]*\}\} ", "", eager.exception.message).split(
+                            " [Op:"
+                        )[0]
+                    )
+                    jit = tf.function(run, jit_compile=True)
+                    with self.assertRaisesRegex(
+                        tf.errors.InvalidArgumentError, message
+                    ):
+                        jit(features, rois)
+
+    def test_hlo_lowering_zeroes_boxes_that_fail_validation(self):
+        # A program of HLO cannot raise on data: a box the regular kernels
         # reject (batch index out of range or fractional, non-finite or huge
         # coordinates) gives zeros and no gradient, and the other boxes are
         # unaffected.
-        features = tf.constant(
-            np.random.default_rng(3).standard_normal((2, 8, 9, 4)), tf.float32
-        )
-        good = [1, 1.0, 1.5, 6.0, 7.0]
-        bad = [
-            [2, 1, 1, 5, 5],
-            [-1, 1, 1, 5, 5],
-            [0.5, 1, 1, 5, 5],
-            [0, np.nan, 1, 5, 5],
-            [0, 1, np.inf, 5, 5],
-            [0, 1, 1, 2e11, 5],  # beyond 2^30 pixels at either scale
-        ]
-        cases = [
-            (tfco.roi_align, {"sampling_ratio": 2}),
-            (tfco.roi_align, {"sampling_ratio": 0, "spatial_scale": 0.01}),
-            (tfco.roi_pool, {}),
-            (tfco.ps_roi_align, {"sampling_ratio": 2}),
-            (tfco.ps_roi_pool, {}),
-        ]
-        for fn, attrs in cases:
-            for row in bad:
+        features = self._validation_features()
+        for fn, attrs in self._VALIDATION_CASES:
+            for row in self._BAD_ROWS:
                 with self.subTest(op=fn.__name__, attrs=attrs, row=row):
-                    rois = tf.constant([good, row], tf.float32)
+                    rois = tf.constant([self._GOOD_ROW, row], tf.float32)
                     run = self._forward_and_gradient(fn, dict(attrs, output_size=2))
-                    with self.assertRaises(tf.errors.InvalidArgumentError):
-                        run(features, rois)
-                    pooled, grad = tf.function(run, jit_compile=True)(features, rois)
+                    with xla_test_util.hlo_lowering():
+                        pooled, grad = tf.function(run, jit_compile=True)(
+                            features, rois
+                        )
                     self.assertAllEqual(pooled[1], tf.zeros_like(pooled[1]))
                     alone_pooled, alone_grad = run(features, rois[:1])
                     self.assertAllClose(pooled[:1], alone_pooled, rtol=1e-6, atol=1e-6)
@@ -283,9 +313,11 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
 
         return run
 
-    def test_xla_skips_argmax_entries_off_the_map(self):
+    def _roi_pool_grad_with_bad_argmax(self):
+        """A jit RoiPoolGrad of an argmax with entries off the 3 x 4 map, and
+        the feature gradient of its valid entry alone."""
         grads = tf.ones([1, 1, 1, 3])
-        argmax = tf.constant([[[[5, -7, 12]]]], tf.int32)  # map of 3 x 4 = 12 pixels
+        argmax = tf.constant([[[[5, -7, 12]]]], tf.int32)
         rois = tf.constant([[0, 0, 0, 3, 2]], tf.float32)
 
         def grad(grads, argmax):
@@ -299,10 +331,24 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
                 spatial_scale=1.0,
             )
 
-        got = tf.function(grad, jit_compile=True)(grads, argmax)
         expected = np.zeros([1, 3, 4, 3], np.float32)
         expected[0, 1, 1, 0] = 1
-        self.assertAllEqual(got, expected)
+        return lambda: tf.function(grad, jit_compile=True)(grads, argmax), expected
+
+    def test_xla_raises_on_argmax_entries_off_the_map(self):
+        if not xla_test_util.custom_calls():
+            self.skipTest("the HLO lowerings cannot raise on data")
+        run, _ = self._roi_pool_grad_with_bad_argmax()
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"argmax\[1\] = -7 is not -1 or a pixel index in \[0, 12\)",
+        ):
+            run()
+
+    def test_hlo_lowering_skips_argmax_entries_off_the_map(self):
+        run, expected = self._roi_pool_grad_with_bad_argmax()
+        with xla_test_util.hlo_lowering():
+            self.assertAllEqual(run(), expected)
 
     def test_xla_attr_and_shape_errors_match_the_kernels(self):
         features = tf.zeros([1, 4, 4, 8])

@@ -189,6 +189,16 @@ def xla_status():
     return True, ""
 
 
+@functools.cache
+def xla_custom_calls():
+    """Whether the loaded XLA lowerings call the library's own CPU kernels
+    (typed-FFI custom calls, TensorFlow 2.20 and newer) rather than build HLO
+    only; False without XLA lowerings."""
+    if not xla_status()[0]:
+        return False
+    return bool(ctypes.CDLL(library_path(XLA_LIBRARY_NAME)).TfcoXlaCustomCalls())
+
+
 def op_list():
     """The OpList of every op the library registers, for tests and tools.
 

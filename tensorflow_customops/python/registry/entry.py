@@ -82,8 +82,12 @@ class Entry:
       turns out deterministic).
     xla_tolerance: dtype name -> (rtol, atol, reason) within which the
       outputs and gradients of the op's gradient_cases under jit_compile=True
-      match eager on CPU; a dtype not listed must match bit for bit
-      (xla_test).
+      match eager on CPU with the HLO lowering; a dtype not listed must match
+      bit for bit (xla_test).
+    xla_custom_call: the op and its gradient ops lower on CPU to custom calls
+      into their kernels where build_info()["xla_custom_calls"]: then they
+      match eager bit for bit, and xla_tolerance applies to the HLO lowering
+      (xla_test compiles both).
     xla_unsupported: for an op that by design fails to compile under XLA, a
       regex of the compile error (xla_test checks it is raised); "" for the
       others, which must compile.
@@ -97,4 +101,5 @@ class Entry:
     golden: Override = Override()
     thread_count_dependent: dict = dataclasses.field(default_factory=dict)
     xla_tolerance: dict = dataclasses.field(default_factory=dict)
+    xla_custom_call: bool = False
     xla_unsupported: str = ""

@@ -459,6 +459,7 @@ def _entries():
                 gradient_cases=lambda op=op: _gradient_cases(op),
                 fuzz_hint=_fuzz_forward,
                 xla_tolerance=_ALIGN_XLA_TOLERANCE if "align" in op else {},
+                xla_custom_call=True,
                 golden=Override(
                     inputs=_golden_forward_inputs,
                     attrs=_GOLDEN_ATTRS,

@@ -28,6 +28,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow_customops/compiler/tf2xla/kernels/roi_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
@@ -586,12 +587,14 @@ StatusOr<std::vector<xla::XlaOp>> AlignSampleLoop(
 class RoiXlaOpKernel : public XlaOpKernel {
  public:
   RoiXlaOpKernel(OpKernelConstruction* context, RoiKind kind)
-      : XlaOpKernel(context) {
+      : XlaOpKernel(context), custom_call_(context) {
     OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
   }
 
  protected:
   RoiAttrs attrs_;
+  // Where it applies, the lowering instead of the HLO below.
+  roi::RoiCustomCall custom_call_;
 };
 
 class RoiAlignOp : public RoiXlaOpKernel {
@@ -602,6 +605,10 @@ class RoiAlignOp : public RoiXlaOpKernel {
     Call c;
     OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
                                      "features", &c));
+    if (custom_call_.Compile(context, roi::RoiOpRole::kForward, attrs_,
+                             c.shape)) {
+      return;
+    }
     SetTypes(context->input_xla_type(0), &c);
     if (c.empty()) {
       context->SetOutput(0, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims())));
@@ -648,6 +655,9 @@ class RoiAlignGradOp : public RoiXlaOpKernel {
     OP_REQUIRES_OK(context,
                    roi::CheckPooledGradShape(context->InputShape(0), c.shape,
                                              attrs_, "grads"));
+    if (custom_call_.Compile(context, roi::RoiOpRole::kGrad, attrs_, c.shape)) {
+      return;
+    }
     SetTypes(context->input_xla_type(0), &c);
     if (c.empty()) {
       context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
@@ -816,6 +826,10 @@ class RoiPoolOp : public RoiXlaOpKernel {
     Call c;
     OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
                                      "features", &c));
+    if (custom_call_.Compile(context, roi::RoiOpRole::kForward, attrs_,
+                             c.shape)) {
+      return;
+    }
     SetTypes(context->input_xla_type(0), &c);
     const bool ps = attrs_.position_sensitive();
     if (c.empty()) {
@@ -889,6 +903,9 @@ class RoiPoolGradOp : public RoiXlaOpKernel {
                   errors::InvalidArgument(
                       "argmax must have shape ", grads_shape.DebugString(),
                       ", got ", context->InputShape(2).DebugString()));
+    }
+    if (custom_call_.Compile(context, roi::RoiOpRole::kGrad, attrs_, c.shape)) {
+      return;
     }
     SetTypes(context->input_xla_type(0), &c);
     if (c.empty()) {
@@ -984,6 +1001,10 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
     OP_REQUIRES_OK(context,
                    roi::CheckPooledGradShape(context->InputShape(0), c.shape,
                                              attrs_, "grads"));
+    if (custom_call_.Compile(context, roi::RoiOpRole::kGradBoxes, attrs_,
+                             c.shape)) {
+      return;
+    }
     SetTypes(context->input_xla_type(1), &c);
     const int64_t k = c.shape.num_rois;
     if (c.empty()) {

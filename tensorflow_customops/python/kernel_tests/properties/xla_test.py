@@ -1,9 +1,11 @@
 """XLA for every op of the library (read from its OpList): each has a lowering,
 and the registry's gradient cases, forward and gradient, compile under
 jit_compile=True and match eager on CPU for every dtype and layout, bit for
-bit or within the tolerance its registry entry states; with unknown input
-shapes too; an op that cannot be lowered by design fails at compile time with
-its reason; and the lowerings load in either order with a jit compilation."""
+bit or within the tolerance its registry entry states; ops lowered to custom
+calls into their kernels do so (bit for bit), and their HLO lowerings are
+checked too; with unknown input shapes too; an op that cannot be lowered by
+design fails at compile time with its reason; and the lowerings load in
+either order with a jit compilation."""
 
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from tensorflow.python.framework import kernels
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python import registry as op_registry
+from tensorflow_customops.python.kernel_tests import xla_test_util
 from tensorflow_customops.python.ops import load_library
 
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
@@ -28,13 +31,23 @@ def _has_xla_kernel(op):
     )
 
 
-def _cases(supported):
+def _cases(supported, custom_call_only=False):
     return [
         dict(testcase_name=f"{op.split('>')[1]}_{case.name}", op=op, case=case)
         for op, entry in sorted(op_registry.entries().items())
         if bool(entry.xla_unsupported) != supported
+        and (entry.xla_custom_call or not custom_call_only)
         for case in entry.gradient_cases()
     ]
+
+
+def _tolerance(op):
+    """The entry's tolerance, unless the op compiles to custom calls into
+    its kernels, which must give their bits."""
+    entry = op_registry.entries()[op]
+    if entry.xla_custom_call and xla_test_util.custom_calls():
+        return {}
+    return entry.xla_tolerance
 
 
 def _float_outputs(outputs):
@@ -119,7 +132,32 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
 
     @parameterized.named_parameters(*_cases(supported=True))
     def test_matches_eager(self, op, case):
-        tolerance = op_registry.entries()[op].xla_tolerance
+        self._check_matches_eager(case, _tolerance(op))
+
+    @parameterized.named_parameters(*_cases(supported=True, custom_call_only=True))
+    def test_hlo_lowering_matches_eager(self, op, case):
+        if not xla_test_util.custom_calls():
+            self.skipTest("test_matches_eager compiles the HLO lowering")
+        with xla_test_util.hlo_lowering():
+            self._check_matches_eager(case, op_registry.entries()[op].xla_tolerance)
+
+    @parameterized.named_parameters(*_cases(supported=True, custom_call_only=True))
+    def test_lowering_is_a_custom_call_unless_hlo_is_asked_for(self, op, case):
+        if not xla_test_util.custom_calls():
+            self.skipTest("this build's lowerings build HLO only")
+        tensors, _ = case.tensors(tf.float32)
+        run = _forward_and_gradient(case, _weights(case, tf.float32))
+
+        def hlo():
+            return tf.function(run, jit_compile=True).experimental_get_compiler_ir(
+                *tensors
+            )(stage="hlo")
+
+        self.assertIn('custom_call_target="tfco_roi_', hlo())
+        with xla_test_util.hlo_lowering():
+            self.assertNotIn("custom_call_target", hlo())
+
+    def _check_matches_eager(self, case, tolerance):
         for dtype in _DTYPES:
             with self.subTest(dtype=dtype.name):
                 tensors, indices = case.tensors(dtype)
@@ -143,7 +181,7 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         run = _forward_and_gradient(case, weights)
         signature = [tf.TensorSpec([None] * t.shape.rank, t.dtype) for t in tensors]
         jit = tf.function(run, jit_compile=True, input_signature=signature)
-        tolerance = op_registry.entries()[op].xla_tolerance.get("float32", (0, 0))
+        tolerance = _tolerance(op).get("float32", (0, 0))
         for want, have in zip(
             tf.nest.flatten(run(*tensors)), tf.nest.flatten(jit(*tensors))
         ):
@@ -199,17 +237,29 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         ):
             tf.function(case.forward, jit_compile=True)(*tensors)
 
-    def test_loads_after_a_jit_compilation(self):
-        # XLA makes its kernels at the first compilation of the process; the
-        # package imported after one must still lower its ops.
+    @parameterized.named_parameters(
+        ("jit", "tf.function(lambda x: x * 2, jit_compile=True)(tf.ones([2]))"),
+        ("eager", "tf.ones([2]) * 2"),
+    )
+    def test_loads_after_tensorflow_ran(self, prelude):
+        # XLA makes its kernels at TensorFlow's first op execution or
+        # compilation; the package imported after either must still lower its
+        # ops, with the same lowering (custom call or HLO) as otherwise.
         script = textwrap.dedent(
-            """
+            f"""
+            import numpy as np
             import tensorflow as tf
-            print(tf.function(lambda x: x * 2, jit_compile=True)(tf.ones([2])))
+            print({prelude})
             import tensorflow_customops as tfco
             assert tfco.build_info()["xla"], tfco.build_info()
             f = tf.function(lambda x: tfco.zero_out(x, keep=1), jit_compile=True)
             print("RESULT", f(tf.ones([3])).numpy().tolist())
+            x = tf.constant(np.arange(32, dtype=np.float32).reshape([1, 4, 4, 2]))
+            b = tf.constant([[0, 0.5, 0, 3, 2.5]])
+            align = tf.function(lambda x, b: tfco.roi_align(x, b, 2), jit_compile=True)
+            hlo = align.experimental_get_compiler_ir(x, b)(stage="hlo")
+            print("CUSTOM_CALL", "tfco_roi_forward" in hlo)
+            print("SAME", bool(np.array_equal(align(x, b), tfco.roi_align(x, b, 2))))
             """
         )
         result = subprocess.run(
@@ -217,6 +267,9 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("RESULT [1.0, 0.0, 0.0]", result.stdout)
+        self.assertIn(f"CUSTOM_CALL {xla_test_util.custom_calls()}", result.stdout)
+        if xla_test_util.custom_calls():
+            self.assertIn("SAME True", result.stdout)
 
 
 if __name__ == "__main__":

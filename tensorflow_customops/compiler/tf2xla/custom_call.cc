@@ -1,0 +1,201 @@
+#include "tensorflow_customops/compiler/tf2xla/custom_call.h"
+
+// Whether this build's lowerings call the kernel core (TFCO_XLA_FFI); the
+// package reports it in build_info()["xla_custom_calls"].
+extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
+  return TFCO_XLA_FFI;
+}
+
+#if TFCO_XLA_FFI
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+
+namespace xla {
+namespace ffi {
+// The FFI registry XLA reads, exported by TensorFlow 2.20 and newer (from
+// libtensorflow_cc, or libtensorflow_framework in 2.21) under this name; its
+// header pulls in XLA's internals, so it is declared here.
+const XLA_FFI_Api* GetXlaFfiApi();
+}  // namespace ffi
+}  // namespace xla
+
+namespace tensorflow {
+namespace customops {
+
+CustomCallChoice::CustomCallChoice(OpKernelConstruction* context)
+    : has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT) {
+}
+
+bool CustomCallChoice::Use() const {
+  const char* lowering = std::getenv("TFCO_XLA_LOWERING");
+  return has_handler_ &&
+         (lowering == nullptr || std::strcmp(lowering, "hlo") != 0);
+}
+
+FfiAttributes& FfiAttributes::Int(const char* name, int64_t value) {
+  entries_.push_back(absl::StrCat(name, " = ", value, " : i64"));
+  return *this;
+}
+
+FfiAttributes& FfiAttributes::Float(const char* name, float value) {
+  // The bits, as MLIR's hexadecimal float literal: exact, NaN and inf too.
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  entries_.push_back(absl::StrFormat("%s = 0x%08X : f32", name, bits));
+  return *this;
+}
+
+FfiAttributes& FfiAttributes::Bool(const char* name, bool value) {
+  entries_.push_back(absl::StrCat(name, " = ", value ? "true" : "false"));
+  return *this;
+}
+
+FfiAttributes& FfiAttributes::Ints(const char* name,
+                                   absl::Span<const int64_t> values) {
+  entries_.push_back(absl::StrCat(name, " = array<i64",
+                                  values.empty() ? "" : ": ",
+                                  absl::StrJoin(values, ", "), ">"));
+  return *this;
+}
+
+std::string FfiAttributes::str() const {
+  return absl::StrCat("{", absl::StrJoin(entries_, ", "), "}");
+}
+
+namespace {
+
+xla::Shape RowMajor(xla::PrimitiveType type, absl::Span<const int64_t> dims) {
+  return xla::ShapeUtil::MakeShapeWithDescendingLayout(type, dims);
+}
+
+}  // namespace
+
+std::vector<xla::XlaOp> EmitCustomCall(
+    XlaOpKernelContext* context, const char* target,
+    std::vector<xla::XlaOp> operands, int boxes,
+    const std::vector<CustomCallResult>& results,
+    const FfiAttributes& attributes) {
+  xla::XlaBuilder* b = context->builder();
+  const xla::XlaOp count = xla::GetDimensionSize(operands[boxes], 0);
+  const bool dynamic_boxes =
+      b->GetShape(operands[boxes])->is_dynamic_dimension(0);
+  std::vector<xla::Shape> operand_shapes;
+  for (xla::XlaOp& operand : operands) {
+    const xla::Shape shape = *b->GetShape(operand);
+    for (int i = 0; i < shape.dimensions_size(); ++i) {
+      if (shape.is_dynamic_dimension(i)) {
+        operand = xla::RemoveDynamicDimension(operand, i);
+      }
+    }
+    operand_shapes.push_back(
+        RowMajor(shape.element_type(), shape.dimensions()));
+  }
+  operands.push_back(count);
+  operand_shapes.push_back(RowMajor(xla::S32, {}));
+  std::vector<xla::Shape> result_shapes;
+  for (const CustomCallResult& result : results) {
+    result_shapes.push_back(RowMajor(result.type, result.dims));
+  }
+  const xla::Shape shape = result_shapes.size() == 1
+                               ? result_shapes[0]
+                               : xla::ShapeUtil::MakeTupleShape(result_shapes);
+  const xla::XlaOp call = xla::CustomCallWithLayout(
+      b, target, operands, shape, operand_shapes, attributes.str(),
+      /*has_side_effect=*/false, /*output_operand_aliasing=*/{},
+      /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
+      xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+  std::vector<xla::XlaOp> outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    xla::XlaOp output =
+        results.size() == 1 ? call : xla::GetTupleElement(call, i);
+    if (dynamic_boxes && results[i].rows_are_boxes) {
+      output = xla::SetDimensionSize(output, count, 0);
+    }
+    outputs.push_back(output);
+  }
+  return outputs;
+}
+
+bool HasOtherDynamicDimensions(XlaOpKernelContext* context,
+                               absl::Span<const xla::XlaOp> operands,
+                               absl::Span<const int> rows) {
+  for (size_t j = 0; j < operands.size(); ++j) {
+    const xla::Shape shape = *context->builder()->GetShape(operands[j]);
+    const bool boxes_first =
+        std::find(rows.begin(), rows.end(), static_cast<int>(j)) != rows.end();
+    for (int i = boxes_first ? 1 : 0; i < shape.dimensions_size(); ++i) {
+      if (shape.is_dynamic_dimension(i)) return true;
+    }
+  }
+  return false;
+}
+
+FfiCoreDevice::FfiCoreDevice(xla::ffi::ThreadPool pool) : pool_(pool) {
+  core_pool_.pool = &pool_;
+  core_pool_.num_threads = static_cast<int>(pool_.num_threads());
+  core_pool_.pool_threads = core_pool_.num_threads;
+  core_pool_.schedule = [](void* pool, void (*fn)(void*), void* arg) {
+    static_cast<xla::ffi::ThreadPool*>(pool)->Schedule([fn, arg] { fn(arg); });
+  };
+  // FFI does not say which of its threads the caller is.
+  core_pool_.current_thread_id = [](void*) { return -1; };
+  device_.cpu = &core_pool_;
+  device_.gpu_stream = nullptr;
+}
+
+bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype) {
+  switch (type) {
+    case xla::ffi::DataType::F16:
+      *dtype = TFCO_HALF;
+      return true;
+    case xla::ffi::DataType::BF16:
+      *dtype = TFCO_BFLOAT16;
+      return true;
+    case xla::ffi::DataType::F32:
+      *dtype = TFCO_FLOAT;
+      return true;
+    case xla::ffi::DataType::F64:
+      *dtype = TFCO_DOUBLE;
+      return true;
+    case xla::ffi::DataType::S8:
+      *dtype = TFCO_INT8;
+      return true;
+    case xla::ffi::DataType::U8:
+      *dtype = TFCO_UINT8;
+      return true;
+    case xla::ffi::DataType::S32:
+      *dtype = TFCO_INT32;
+      return true;
+    case xla::ffi::DataType::S64:
+      *dtype = TFCO_INT64;
+      return true;
+    default:
+      return false;
+  }
+}
+
+xla::ffi::Error FfiError(const Status& status) {
+  if (status.ok()) return xla::ffi::Error::Success();
+  return xla::ffi::Error(static_cast<xla::ffi::ErrorCode>(status.code()),
+                         std::string(status.message()));
+}
+
+xla::ffi::Error FfiCoreError(TfcoError error) {
+  if (error == nullptr) return xla::ffi::Error::Success();
+  return xla::ffi::Error::Internal(error);
+}
+
+const XLA_FFI_Api* TfcoFfiApi() { return xla::ffi::GetXlaFfiApi(); }
+
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // TFCO_XLA_FFI

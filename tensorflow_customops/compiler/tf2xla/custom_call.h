@@ -1,0 +1,126 @@
+// Lowerings that call the kernel core (core/kernels/core_api.h) from XLA: a
+// typed-FFI custom call whose handler runs the regular kernels' CPU functor
+// on TensorFlow's intra-op pool, so compiled code computes what the regular
+// kernels compute, at their speed, and raises their errors.
+//
+// Typed FFI needs XLA's FFI headers and the FFI registry's accessor, which
+// TensorFlow 2.20 and newer ship (TFCO_XLA_FFI is 1 there); on older releases
+// and on devices without a handler the lowerings build HLO instead.
+
+#ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_CUSTOM_CALL_H_
+#define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_CUSTOM_CALL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
+#include "tensorflow_customops/core/kernels/core_api.h"
+
+// Only 2.20 and newer ship the FFI headers.
+#if __has_include("xla/ffi/api/ffi.h")
+#define TFCO_XLA_FFI 1
+#include "xla/ffi/api/ffi.h"
+#else
+#define TFCO_XLA_FFI 0
+#endif
+
+#if TFCO_XLA_FFI
+
+namespace tensorflow {
+namespace customops {
+
+// Whether an op's lowering is a custom call: compiled for a device with
+// handlers (the CPU), unless the environment variable TFCO_XLA_LOWERING=hlo,
+// read when a function is compiled, asks for HLO (tests compare the two).
+class CustomCallChoice {
+ public:
+  explicit CustomCallChoice(OpKernelConstruction* context);
+  bool Use() const;
+
+ private:
+  bool has_handler_;
+};
+
+// A typed-FFI custom call's attributes: an MLIR dictionary, its backend
+// config.
+class FfiAttributes {
+ public:
+  FfiAttributes& Int(const char* name, int64_t value);
+  FfiAttributes& Float(const char* name, float value);
+  FfiAttributes& Bool(const char* name, bool value);
+  FfiAttributes& Ints(const char* name, absl::Span<const int64_t> values);
+  std::string str() const;
+
+ private:
+  std::vector<std::string> entries_;
+};
+
+struct CustomCallResult {
+  xla::PrimitiveType type;
+  std::vector<int64_t> dims;
+  // Dimension 0 has the boxes' dynamic size, where theirs is dynamic.
+  bool rows_are_boxes = false;
+};
+
+// Emits custom call `target` of `operands` and returns its results, all in
+// row-major layout (which the handlers assume). The boxes' count goes to the
+// handler as a last operand, an S32 scalar: the boxes (operand `boxes`) may
+// have a bounded-dynamic first dimension (e.g. from tf.boolean_mask), which
+// the call cannot take, so operands are passed padded to their bound and the
+// count says how many rows are real. Other dynamic dimensions are refused
+// (HasOtherDynamicDimensions).
+std::vector<xla::XlaOp> EmitCustomCall(
+    XlaOpKernelContext* context, const char* target,
+    std::vector<xla::XlaOp> operands, int boxes,
+    const std::vector<CustomCallResult>& results,
+    const FfiAttributes& attributes);
+
+// Whether some operand has a dynamic dimension besides a first dimension the
+// size of the boxes' (operands `rows`): the custom call cannot take it, and
+// the HLO lowering does.
+bool HasOtherDynamicDimensions(XlaOpKernelContext* context,
+                               absl::Span<const xla::XlaOp> operands,
+                               absl::Span<const int> rows);
+
+// TensorFlow's intra-op pool, which XLA gives a handler, as the kernel core's
+// device.
+class FfiCoreDevice {
+ public:
+  explicit FfiCoreDevice(xla::ffi::ThreadPool pool);
+  FfiCoreDevice(const FfiCoreDevice&) = delete;
+  FfiCoreDevice& operator=(const FfiCoreDevice&) = delete;
+  const TfcoDevice* get() const { return &device_; }
+
+ private:
+  xla::ffi::ThreadPool pool_;
+  TfcoThreadPool core_pool_;
+  TfcoDevice device_;
+};
+
+// The kernel core's name of an FFI element type; false for the others.
+bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype);
+
+// `status` as an FFI error (same code and message), or success.
+xla::ffi::Error FfiError(const Status& status);
+// A kernel core's failure as an Internal error.
+xla::ffi::Error FfiCoreError(TfcoError error);
+
+// The process's FFI registry, which XLA in TensorFlow reads.
+const XLA_FFI_Api* TfcoFfiApi();
+
+// Registers handler symbol `handler` as custom-call target `name` on the
+// host.
+#define TFCO_REGISTER_CPU_FFI_HANDLER(name, handler)                    \
+  XLA_FFI_REGISTER_HANDLER(::tensorflow::customops::TfcoFfiApi(), name, \
+                           "Host", handler)
+
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // TFCO_XLA_FFI
+
+#endif  // TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_CUSTOM_CALL_H_

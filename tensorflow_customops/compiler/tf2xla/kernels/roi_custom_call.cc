@@ -1,0 +1,370 @@
+#include "tensorflow_customops/compiler/tf2xla/kernels/roi_custom_call.h"
+
+#if TFCO_XLA_FFI
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "tensorflow_customops/core/kernels/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+
+namespace ffi = xla::ffi;
+
+namespace tensorflow {
+namespace customops {
+namespace roi {
+
+namespace {
+
+// Custom-call targets. RoiPool is the only kind with an argmax, a second
+// forward output and a further gradient input.
+constexpr char kForward[] = "tfco_roi_forward";
+constexpr char kPoolForward[] = "tfco_roi_pool_forward";
+constexpr char kGrad[] = "tfco_roi_grad";
+constexpr char kPoolGrad[] = "tfco_roi_pool_grad";
+constexpr char kGradBoxes[] = "tfco_roi_grad_boxes";
+
+// The handlers' attributes: `ints` holds the attrs and the feature sizes in
+// this order, `spatial_scale` the scale.
+enum Int {
+  kKind,
+  kPooledHeight,
+  kPooledWidth,
+  kSamplingRatio,
+  kAligned,
+  kNchw,
+  kBatch,
+  kHeight,
+  kWidth,
+  kChannels,
+  kOutChannels,
+  kNumInts
+};
+
+FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s) {
+  std::vector<int64_t> ints(kNumInts);
+  ints[kKind] = static_cast<int64_t>(a.kind);
+  ints[kPooledHeight] = a.pooled_height;
+  ints[kPooledWidth] = a.pooled_width;
+  ints[kSamplingRatio] = a.sampling_ratio;
+  ints[kAligned] = a.aligned;
+  ints[kNchw] = a.nchw;
+  ints[kBatch] = s.batch;
+  ints[kHeight] = s.height;
+  ints[kWidth] = s.width;
+  ints[kChannels] = s.channels;
+  ints[kOutChannels] = s.out_channels;
+  FfiAttributes attributes;
+  attributes.Ints("ints", ints).Float("spatial_scale", a.spatial_scale);
+  return attributes;
+}
+
+// What a handler knows once its attributes are decoded and its boxes checked.
+struct HandlerCall {
+  RoiArgs args;
+  TfcoDtype dtype;
+};
+
+ffi::Error Prepare(ffi::Span<const int64_t> ints, float spatial_scale,
+                   ffi::DataType type, const float* rois, int32_t num_rois,
+                   HandlerCall* call) {
+  if (ints.size() != kNumInts || !CoreDtypeOf(type, &call->dtype)) {
+    return ffi::Error::Internal("RoI custom call: unexpected attributes");
+  }
+  RoiAttrs attrs;
+  attrs.kind = static_cast<RoiKind>(ints[kKind]);
+  attrs.pooled_height = ints[kPooledHeight];
+  attrs.pooled_width = ints[kPooledWidth];
+  attrs.spatial_scale = spatial_scale;
+  attrs.sampling_ratio = ints[kSamplingRatio];
+  attrs.aligned = ints[kAligned] != 0;
+  attrs.nchw = ints[kNchw] != 0;
+  const RoiShape shape{ints[kBatch],    ints[kHeight], ints[kWidth],
+                       ints[kChannels], num_rois,      ints[kOutChannels]};
+  call->args = RoiArgs::Make(shape, attrs);
+  return FfiError(CheckRoiValues(rois, num_rois, shape.batch, spatial_scale));
+}
+
+// Zeroes the rows of `out` (rows of equal size) from `first` on: the padding
+// of outputs whose rows are boxes, which XLA does not clear.
+void ZeroRowsFrom(ffi::AnyBuffer out, int64_t first) {
+  const int64_t rows = out.dimensions()[0];
+  if (rows <= first) return;
+  const size_t row_bytes = out.size_bytes() / rows;
+  std::memset(static_cast<char*>(out.untyped_data()) + first * row_bytes, 0,
+              (rows - first) * row_bytes);
+}
+
+// The forward ops; argmax (RoiPool's) is null for the other kinds.
+ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer features,
+                   ffi::Buffer<ffi::F32> rois, int32_t num_rois,
+                   ffi::AnyBuffer pooled, ffi::AnyBuffer* argmax,
+                   ffi::Span<const int64_t> ints, float spatial_scale) {
+  HandlerCall call;
+  if (ffi::Error e = Prepare(ints, spatial_scale, features.element_type(),
+                             rois.typed_data(), num_rois, &call);
+      e.failure()) {
+    return e;
+  }
+  ZeroRowsFrom(pooled, num_rois);
+  int32_t* argmax_data = nullptr;
+  if (argmax != nullptr) {
+    // -1 (no pixel) in the padding, as in an empty bin.
+    argmax_data = static_cast<int32_t*>(argmax->untyped_data());
+    const int64_t size = argmax->element_count();
+    std::fill(argmax_data + size / argmax->dimensions()[0] * num_rois,
+              argmax_data + size, -1);
+  }
+  if (num_rois == 0 || pooled.element_count() == 0) {
+    return ffi::Error::Success();
+  }
+  const FfiCoreDevice device(pool);
+  if (call.args.attrs.bilinear()) {
+    return FfiCoreError(TfcoRoiAlign(device.get(), call.dtype, &call.args,
+                                     features.untyped_data(), rois.typed_data(),
+                                     pooled.untyped_data()));
+  }
+  return FfiCoreError(TfcoRoiPool(device.get(), call.dtype, &call.args,
+                                  features.untyped_data(), rois.typed_data(),
+                                  pooled.untyped_data(), argmax_data));
+}
+
+// The feature gradients; argmax (RoiPoolGrad's) is null for the other kinds.
+ffi::Error Grad(ffi::ThreadPool pool, ffi::AnyBuffer grads,
+                ffi::Buffer<ffi::F32> rois, const ffi::AnyBuffer* argmax,
+                int32_t num_rois, ffi::AnyBuffer grad_features,
+                ffi::Span<const int64_t> ints, float spatial_scale) {
+  HandlerCall call;
+  if (ffi::Error e = Prepare(ints, spatial_scale, grads.element_type(),
+                             rois.typed_data(), num_rois, &call);
+      e.failure()) {
+    return e;
+  }
+  const int32_t* argmax_data = nullptr;
+  if (argmax != nullptr) {
+    argmax_data = static_cast<const int32_t*>(argmax->untyped_data());
+    const int64_t size = static_cast<int64_t>(argmax->element_count()) /
+                         std::max<int64_t>(argmax->dimensions()[0], 1) *
+                         num_rois;
+    const RoiShape& s = call.args.shape;
+    if (!ArgmaxInRange(argmax_data, 0, size, s.height * s.width)) {
+      return FfiError(ArgmaxError(argmax_data, size, s.height * s.width));
+    }
+  }
+  if (grad_features.element_count() == 0) return ffi::Error::Success();
+  const FfiCoreDevice device(pool);
+  if (call.args.attrs.bilinear()) {
+    return FfiCoreError(TfcoRoiAlignGrad(
+        device.get(), call.dtype, &call.args, grads.untyped_data(),
+        rois.typed_data(), grad_features.untyped_data()));
+  }
+  return FfiCoreError(TfcoRoiPoolGrad(
+      device.get(), call.dtype, &call.args, grads.untyped_data(),
+      rois.typed_data(), argmax_data, grad_features.untyped_data()));
+}
+
+ffi::Error GradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
+                     ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+                     ffi::BufferR0<ffi::S32> count,
+                     ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
+                     ffi::Span<const int64_t> ints, float spatial_scale) {
+  const int32_t num_rois = *count.typed_data();
+  HandlerCall call;
+  if (ffi::Error e = Prepare(ints, spatial_scale, features.element_type(),
+                             rois.typed_data(), num_rois, &call);
+      e.failure()) {
+    return e;
+  }
+  float* out = grad_rois->typed_data();
+  std::fill(out + 5 * static_cast<int64_t>(num_rois),
+            out + grad_rois->element_count(), 0.0f);
+  if (num_rois == 0) return ffi::Error::Success();
+  const FfiCoreDevice device(pool);
+  return FfiCoreError(TfcoRoiAlignGradBoxes(
+      device.get(), call.dtype, &call.args, grads.untyped_data(),
+      features.untyped_data(), rois.typed_data(), out));
+}
+
+// The bindings: every handler takes the operands of EmitCustomCall (the
+// boxes' count last) and the attributes of Attributes().
+template <typename Binding>
+auto WithAttributes(Binding binding) {
+  return std::move(binding)
+      .template Attr<ffi::Span<const int64_t>>("ints")
+      .template Attr<float>("spatial_scale");
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiForwardHandler,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer features,
+       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
+       ffi::Result<ffi::AnyBuffer> pooled, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return Forward(pool, features, rois, *count.typed_data(), *pooled,
+                     nullptr, ints, spatial_scale);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::ThreadPool>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiPoolForwardHandler,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer features,
+       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
+       ffi::Result<ffi::AnyBuffer> pooled, ffi::Result<ffi::AnyBuffer> argmax,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      return Forward(pool, features, rois, *count.typed_data(), *pooled,
+                     &*argmax, ints, spatial_scale);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::ThreadPool>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::AnyBuffer>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiGradHandler,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+       ffi::BufferR0<ffi::S32> count, ffi::Result<ffi::AnyBuffer> grad_features,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      return Grad(pool, grads, rois, nullptr, *count.typed_data(),
+                  *grad_features, ints, spatial_scale);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::ThreadPool>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiPoolGradHandler,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+       ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32> count,
+       ffi::Result<ffi::AnyBuffer> grad_features, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return Grad(pool, grads, rois, &argmax, *count.typed_data(),
+                  *grad_features, ints, spatial_scale);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::ThreadPool>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiGradBoxesHandler, GradBoxes,
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::ThreadPool>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+TFCO_REGISTER_CPU_FFI_HANDLER(kForward, TfcoRoiForwardHandler);
+TFCO_REGISTER_CPU_FFI_HANDLER(kPoolForward, TfcoRoiPoolForwardHandler);
+TFCO_REGISTER_CPU_FFI_HANDLER(kGrad, TfcoRoiGradHandler);
+TFCO_REGISTER_CPU_FFI_HANDLER(kPoolGrad, TfcoRoiPoolGradHandler);
+TFCO_REGISTER_CPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesHandler);
+
+}  // namespace
+
+RoiCustomCall::RoiCustomCall(OpKernelConstruction* context)
+    : choice_(context) {}
+
+bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
+                            const RoiAttrs& attrs,
+                            const RoiShape& shape) const {
+  if (!choice_.Use()) return false;
+  const bool pool = attrs.kind == RoiKind::kPool;
+  std::vector<xla::XlaOp> operands;
+  std::vector<int> rows;  // operands whose first dimension is the boxes'
+  int boxes;
+  std::vector<CustomCallResult> results;
+  const xla::PrimitiveType type =
+      context->input_xla_type(role == RoiOpRole::kGradBoxes ? 1 : 0);
+  std::vector<int64_t> pooled_dims = {shape.num_rois, attrs.pooled_height,
+                                      attrs.pooled_width, shape.out_channels};
+  if (attrs.nchw) {
+    pooled_dims = {shape.num_rois, shape.out_channels, attrs.pooled_height,
+                   attrs.pooled_width};
+  }
+  const char* target;
+  switch (role) {
+    case RoiOpRole::kForward:
+      operands = {context->Input(0), context->Input(1)};
+      rows = {1};
+      boxes = 1;
+      results.push_back({type, pooled_dims, true});
+      if (pool) results.push_back({xla::S32, pooled_dims, true});
+      target = pool ? kPoolForward : kForward;
+      break;
+    case RoiOpRole::kGrad: {
+      operands = {context->Input(0), context->Input(1)};
+      rows = {0, 1};
+      if (pool) {
+        operands.push_back(context->Input(2));
+        rows.push_back(2);
+      }
+      boxes = 1;
+      std::vector<int64_t> features_dims = {shape.batch, shape.height,
+                                            shape.width, shape.channels};
+      if (attrs.nchw) {
+        features_dims = {shape.batch, shape.channels, shape.height,
+                         shape.width};
+      }
+      results.push_back({type, features_dims, false});
+      target = pool ? kPoolGrad : kGrad;
+      break;
+    }
+    case RoiOpRole::kGradBoxes:
+      operands = {context->Input(0), context->Input(1), context->Input(2)};
+      rows = {0, 2};
+      boxes = 2;
+      results.push_back({xla::F32, {shape.num_rois, 5}, true});
+      target = kGradBoxes;
+      break;
+  }
+  if (HasOtherDynamicDimensions(context, operands, rows)) return false;
+  const std::vector<xla::XlaOp> outputs = EmitCustomCall(
+      context, target, operands, boxes, results, Attributes(attrs, shape));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    context->SetOutput(i, outputs[i]);
+  }
+  return true;
+}
+
+}  // namespace roi
+}  // namespace customops
+}  // namespace tensorflow
+
+#else  // TFCO_XLA_FFI
+
+namespace tensorflow {
+namespace customops {
+namespace roi {
+
+RoiCustomCall::RoiCustomCall(OpKernelConstruction*) {}
+
+bool RoiCustomCall::Compile(XlaOpKernelContext*, RoiOpRole, const RoiAttrs&,
+                            const RoiShape&) const {
+  return false;
+}
+
+}  // namespace roi
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // TFCO_XLA_FFI

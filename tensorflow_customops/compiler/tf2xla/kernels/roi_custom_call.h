@@ -1,0 +1,42 @@
+// The RoI ops' custom-call lowerings (custom_call.h): each RoI op and
+// gradient op becomes one call into the kernel core's entry point that its
+// regular CPU kernel runs, after the same checks of the boxes (and argmax),
+// which raise the regular kernels' errors.
+
+#ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_
+#define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_
+
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/custom_call.h"
+#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+
+namespace tensorflow {
+namespace customops {
+namespace roi {
+
+// Which op of a RoI kind: the forward op, its feature gradient (RoiAlignGrad,
+// ...) or its box gradient (RoiAlignGradBoxes, ...).
+enum class RoiOpRole { kForward, kGrad, kGradBoxes };
+
+class RoiCustomCall {
+ public:
+  explicit RoiCustomCall(OpKernelConstruction* context);
+
+  // Sets the outputs of `role`'s op of `attrs.kind`, whose shapes the caller
+  // checked (`shape`), to a custom call; false, having set nothing, where the
+  // release, the device or the shapes leave it to the HLO lowering.
+  bool Compile(XlaOpKernelContext* context, RoiOpRole role,
+               const RoiAttrs& attrs, const RoiShape& shape) const;
+
+#if TFCO_XLA_FFI
+ private:
+  CustomCallChoice choice_;
+#endif
+};
+
+}  // namespace roi
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_

@@ -1,0 +1,30 @@
+"""Which XLA lowering a test compiles: where the build has them
+(build_info()["xla_custom_calls"]), the RoI ops compile on CPU to custom calls
+into their own kernels; hlo_lowering() makes functions compiled inside it use
+the HLO lowerings instead, as older TensorFlow releases and other devices do."""
+
+import contextlib
+import os
+
+import tensorflow_customops as tfco
+
+_VARIABLE = "TFCO_XLA_LOWERING"
+
+
+def custom_calls():
+    return tfco.build_info()["xla_custom_calls"]
+
+
+@contextlib.contextmanager
+def hlo_lowering():
+    """The lowerings read the variable when XLA compiles a function, so only
+    functions first compiled inside the block use HLO."""
+    previous = os.environ.get(_VARIABLE)
+    os.environ[_VARIABLE] = "hlo"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[_VARIABLE]
+        else:
+            os.environ[_VARIABLE] = previous
