@@ -66,6 +66,21 @@ FfiAttributes& FfiAttributes::Ints(const char* name,
   return *this;
 }
 
+FfiAttributes& FfiAttributes::String(const char* name,
+                                     absl::string_view value) {
+  // MLIR string literals take any byte as a backslash and two hex digits.
+  std::string escaped;
+  for (const unsigned char c : value) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      escaped += c;
+    } else {
+      absl::StrAppendFormat(&escaped, "\\%02X", c);
+    }
+  }
+  entries_.push_back(absl::StrCat(name, " = \"", escaped, "\""));
+  return *this;
+}
+
 std::string FfiAttributes::str() const {
   return absl::StrCat("{", absl::StrJoin(entries_, ", "), "}");
 }
@@ -82,11 +97,14 @@ std::vector<xla::XlaOp> EmitCustomCall(
     XlaOpKernelContext* context, const char* target,
     std::vector<xla::XlaOp> operands, int boxes,
     const std::vector<CustomCallResult>& results,
-    const FfiAttributes& attributes) {
+    const FfiAttributes& attributes, bool results_alias_operands) {
   xla::XlaBuilder* b = context->builder();
-  const xla::XlaOp count = xla::GetDimensionSize(operands[boxes], 0);
-  const bool dynamic_boxes =
-      b->GetShape(operands[boxes])->is_dynamic_dimension(0);
+  xla::XlaOp count;
+  bool dynamic_boxes = false;
+  if (boxes >= 0) {
+    count = xla::GetDimensionSize(operands[boxes], 0);
+    dynamic_boxes = b->GetShape(operands[boxes])->is_dynamic_dimension(0);
+  }
   std::vector<xla::Shape> operand_shapes;
   for (xla::XlaOp& operand : operands) {
     const xla::Shape shape = *b->GetShape(operand);
@@ -98,8 +116,20 @@ std::vector<xla::XlaOp> EmitCustomCall(
     operand_shapes.push_back(
         RowMajor(shape.element_type(), shape.dimensions()));
   }
-  operands.push_back(count);
-  operand_shapes.push_back(RowMajor(xla::S32, {}));
+  if (boxes >= 0) {
+    operands.push_back(count);
+    operand_shapes.push_back(RowMajor(xla::S32, {}));
+  }
+  std::vector<std::pair<xla::ShapeIndex, std::pair<int64_t, xla::ShapeIndex>>>
+      aliasing;
+  if (results_alias_operands) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      aliasing.push_back({results.size() == 1
+                              ? xla::ShapeIndex{}
+                              : xla::ShapeIndex{static_cast<int64_t>(i)},
+                          {static_cast<int64_t>(i), xla::ShapeIndex{}}});
+    }
+  }
   std::vector<xla::Shape> result_shapes;
   for (const CustomCallResult& result : results) {
     result_shapes.push_back(RowMajor(result.type, result.dims));
@@ -109,7 +139,7 @@ std::vector<xla::XlaOp> EmitCustomCall(
                                : xla::ShapeUtil::MakeTupleShape(result_shapes);
   const xla::XlaOp call = xla::CustomCallWithLayout(
       b, target, operands, shape, operand_shapes, attributes.str(),
-      /*has_side_effect=*/false, /*output_operand_aliasing=*/{},
+      /*has_side_effect=*/false, aliasing,
       /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
       xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
   std::vector<xla::XlaOp> outputs;

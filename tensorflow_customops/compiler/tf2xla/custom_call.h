@@ -53,6 +53,7 @@ class FfiAttributes {
   FfiAttributes& Float(const char* name, float value);
   FfiAttributes& Bool(const char* name, bool value);
   FfiAttributes& Ints(const char* name, absl::Span<const int64_t> values);
+  FfiAttributes& String(const char* name, absl::string_view value);
   std::string str() const;
 
  private:
@@ -67,17 +68,18 @@ struct CustomCallResult {
 };
 
 // Emits custom call `target` of `operands` and returns its results, all in
-// row-major layout (which the handlers assume). The boxes' count goes to the
-// handler as a last operand, an S32 scalar: the boxes (operand `boxes`) may
-// have a bounded-dynamic first dimension (e.g. from tf.boolean_mask), which
-// the call cannot take, so operands are passed padded to their bound and the
-// count says how many rows are real. Other dynamic dimensions are refused
-// (HasOtherDynamicDimensions).
+// row-major layout (which the handlers assume). With `boxes` >= 0, the boxes'
+// count goes to the handler as a last operand, an S32 scalar: the boxes
+// (operand `boxes`) may have a bounded-dynamic first dimension (e.g. from
+// tf.boolean_mask), which the call cannot take, so operands are passed padded
+// to their bound and the count says how many rows are real. Other dynamic
+// dimensions are refused (HasOtherDynamicDimensions). With
+// `results_alias_operands`, result i is operand i's buffer.
 std::vector<xla::XlaOp> EmitCustomCall(
     XlaOpKernelContext* context, const char* target,
     std::vector<xla::XlaOp> operands, int boxes,
     const std::vector<CustomCallResult>& results,
-    const FfiAttributes& attributes);
+    const FfiAttributes& attributes, bool results_alias_operands = false);
 
 // Whether some operand has a dynamic dimension besides a first dimension the
 // size of the boxes' (operands `rows`): the custom call cannot take it, and
@@ -113,7 +115,7 @@ xla::ffi::Error FfiCoreError(TfcoError error);
 const XLA_FFI_Api* TfcoFfiApi();
 
 // Registers handler symbol `handler` as custom-call target `name` on the
-// host.
+// host; the lowerings emit such calls where CustomCallChoice::Use().
 #define TFCO_REGISTER_CPU_FFI_HANDLER(name, handler)                    \
   XLA_FFI_REGISTER_HANDLER(::tensorflow::customops::TfcoFfiApi(), name, \
                            "Host", handler)

@@ -16,15 +16,6 @@ namespace customops {
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
 
-namespace {
-
-std::string Describe(int flags) {
-  if (flags == (TFCO_FOUND_NAN | TFCO_FOUND_INF)) return "NaN and Inf";
-  return flags == TFCO_FOUND_NAN ? "NaN" : "Inf";
-}
-
-}  // namespace
-
 template <typename Device>
 class CheckNumericsNOp : public OpKernel {
  public:
@@ -64,12 +55,8 @@ class CheckNumericsNOp : public OpKernel {
             device.get(), n, dtypes.data(), tensors.data(), sizes.data(),
             OnGpu<Device>() ? scratch.flat<int>().data() : nullptr,
             host_flags.data())));
-    for (int i = 0; i < n; ++i) {
-      OP_REQUIRES(context, host_flags[i] == 0,
-                  errors::InvalidArgument(message_, ": CheckNumericsN found ",
-                                          Describe(host_flags[i]),
-                                          " in tensors[", i, "] of ", n));
-    }
+    const std::string error = TfcoNumericsError(message_, host_flags.data(), n);
+    OP_REQUIRES(context, error.empty(), errors::InvalidArgument(error));
     // Valid tensors pass through without a copy.
     for (int i = 0; i < n; ++i) context->set_output(i, context->input(i));
   }

@@ -18,6 +18,27 @@ extern "C" TFCO_CORE_API TfcoError TfcoNumericFlags(
     const TfcoDevice* device, int n, const TfcoDtype* dtypes,
     const void* const* tensors, const int64_t* sizes, int* scratch, int* flags);
 
+#ifdef __cplusplus
+#include <string>
+
+// The error of the first tensor whose flags are set, after the op's
+// `message` attr; empty if none is. The regular kernels and the XLA custom
+// call raise it.
+inline std::string TfcoNumericsError(const std::string& message,
+                                     const int* flags, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (flags[i] == 0) continue;
+    const char* found = flags[i] == (TFCO_FOUND_NAN | TFCO_FOUND_INF)
+                            ? "NaN and Inf"
+                        : flags[i] == TFCO_FOUND_NAN ? "NaN"
+                                                     : "Inf";
+    return message + ": CheckNumericsN found " + found + " in tensors[" +
+           std::to_string(i) + "] of " + std::to_string(n);
+  }
+  return "";
+}
+#endif
+
 #ifdef TFCO_KERNEL_CORE
 #include "tensorflow_customops/core/kernels/core_device.h"
 

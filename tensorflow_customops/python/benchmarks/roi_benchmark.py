@@ -1,8 +1,10 @@
 """CPU benchmark of the RoI ops (RoiAlign, RoiPool, PsRoiAlign, PsRoiPool):
 tfco in NHWC and NCHW, torchvision (if importable) and a pure-TensorFlow
 composition, forward and forward+backward, at 1 and 2 intra-op threads;
-RoiAlign also under jit_compile=True (lowered by XLA) and in half and
-bfloat16; and the eager cost of each form of boxes (`--ops=box_forms`).
+tfco also under jit_compile=True (lowered by XLA: custom calls into the
+kernels where the build has them, else HLO; TFCO_XLA_LOWERING=hlo picks HLO);
+RoiAlign's composition under jit and RoiAlign in half and bfloat16; and the
+eager cost of each form of boxes (`--ops=box_forms`).
 
     bazel run //tensorflow_customops/python/benchmarks:roi_benchmark [-- --quick]
 
@@ -300,10 +302,16 @@ def _bench_tf(tf, tfco, op, spec, features_np, rois_np):
         ),
         "tf_composition": (lambda x: composition(tf, x, rois, out), features_np, False),
     }
+    impls["tfco_jit"] = (impls["tfco_nhwc"][0], features_np, True)
     if op == "roi_align":
-        impls["tfco_jit"] = (impls["tfco_nhwc"][0], features_np, True)
         impls["tf_composition_jit"] = (impls["tf_composition"][0], features_np, True)
+    custom_calls = tfco.build_info()["xla_custom_calls"]
     row, outputs, fns = {}, {}, {}
+    row["xla_lowering"] = (
+        "custom calls"
+        if custom_calls and os.environ.get("TFCO_XLA_LOWERING") != "hlo"
+        else "HLO"
+    )
     for impl, (forward, x, jit) in impls.items():
         try:
             fwd, step = _step_fns(tf, forward, tf.constant(x), jit)
@@ -499,16 +507,14 @@ def _print_header(title, header):
 
 
 def _print_op_table(op, rows):
-    jit = op == "roi_align"
+    comp_jit = op == "roi_align"
     header = (
         f"{'case':8} {'thr':>3} {'pass':8} {'tfco NHWC':>9} {'tfco NCHW':>9} "
-        + (f"{'tfco jit':>9} " if jit else "")
-        + f"{'torchvis':>9} {'TF comp':>9} "
-        + (f"{'comp jit':>9} " if jit else "")
-        + f"{'tv/tfco':>8} {'comp/tfco':>9} {'NCHW/NHWC':>9}"
-        + (f" {'jit/tfco':>8}" if jit else "")
+        f"{'tfco jit':>9} {'torchvis':>9} {'TF comp':>9} "
+        + (f"{'comp jit':>9} " if comp_jit else "")
+        + f"{'tv/tfco':>8} {'comp/tfco':>9} {'NCHW/NHWC':>9} {'jit/tfco':>8}"
     )
-    _print_header(f"== {op}", header)
+    _print_header(f"== {op} (tfco jit: {rows[0]['xla_lowering']})", header)
     for row in rows:
         for index, label in ((0, "fwd"), (1, "fwd+bwd")):
             ours = row["tfco_nhwc"][index]
@@ -516,17 +522,14 @@ def _print_op_table(op, rows):
             tv = row["torchvision"][index] if "torchvision" in row else None
             comp = row["tf_composition"][index]
             line = f"{row['case']:8} {row['threads']:3d} {label:8} "
-            line += f"{_ms(ours)} {_ms(nchw)} "
-            if jit:
-                line += f"{_ms(row['tfco_jit'][index])} "
+            line += f"{_ms(ours)} {_ms(nchw)} {_ms(row['tfco_jit'][index])} "
             line += f"{_ms(tv)} {_ms(comp)} "
-            if jit:
+            if comp_jit:
                 line += f"{_ms(row['tf_composition_jit'][index])} "
             line += (
                 f"{_ratio(tv, ours)} {_ratio(comp, ours):>9} {_ratio(nchw, ours):>9}"
+                f" {_ratio(row['tfco_jit'][index], ours)}"
             )
-            if jit:
-                line += f" {_ratio(row['tfco_jit'][index], ours)}"
             print(line)
     print()
     for row in rows:

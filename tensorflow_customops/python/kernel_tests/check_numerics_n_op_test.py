@@ -1,5 +1,6 @@
 """Tests of CustomOps>CheckNumericsN: pass-through of mixed dtypes, the error
-naming index, message and kind, modes, and the Python and C++ gradients."""
+naming index, message and kind, modes (XLA included), and the Python and C++
+gradients."""
 
 import numpy as np
 import tensorflow as tf
@@ -7,7 +8,7 @@ from absl.testing import parameterized
 from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import gradient_test_util
+from tensorflow_customops.python.kernel_tests import gradient_test_util, xla_test_util
 
 _DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
 
@@ -75,6 +76,29 @@ class CheckNumericsNTest(tf.test.TestCase, parameterized.TestCase):
         ):
             fn(tf.ones([1]), tf.constant([np.nan], tf.float64))
         self.assertEqual(fn.experimental_get_tracing_count(), 1)
+
+    def test_xla_checks_as_the_kernel_does(self):
+        if not xla_test_util.custom_calls():
+            self.skipTest("compiles only to a custom call (docs/xla.md)")
+
+        @tf.function(jit_compile=True)
+        def fn(x, y):
+            a, b = tfco.check_numerics_n([x * 2, y], "jit")
+            return a + 1, b
+
+        x = tf.constant([1.0, 2.0], tf.bfloat16)
+        y = tf.constant(np.arange(200003), tf.float64)
+        a, b = fn(x, y)
+        self.assertAllEqual(a, [3.0, 5.0])
+        self.assertAllEqual(b, y)
+        for bad, kind in ((np.nan, "NaN"), (-np.inf, "Inf")):
+            values = y.numpy().copy()
+            values[150001] = bad
+            with self.assertRaisesRegex(
+                tf.errors.InvalidArgumentError,
+                rf"jit: CheckNumericsN found {kind} in tensors\[1\] of 2",
+            ):
+                fn(x, tf.constant(values))
 
     def test_shape_inference(self):
         fn = tf.function(

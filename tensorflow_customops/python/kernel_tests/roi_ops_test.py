@@ -350,6 +350,62 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         with xla_test_util.hlo_lowering():
             self.assertAllEqual(run(), expected)
 
+    def test_xla_boxes_of_bounded_dynamic_size(self):
+        # Boxes from tf.boolean_mask have a dynamic first dimension under XLA;
+        # outputs and gradients must be those of the kept boxes, with both
+        # lowerings.
+        rng = np.random.default_rng(5)
+        features = tf.constant(rng.standard_normal((2, 12, 10, 18)), tf.float32)
+        rois = tf.constant(
+            [[0, 1, 1, 8, 9], [1, 0.5, 2, 7, 11], [0, 3, 3, 3.5, 9], [1, 2, 2, 9, 6]],
+            tf.float32,
+        )
+        keep = tf.constant([True, False, True, True])
+        for fn, attrs in self._VALIDATION_CASES:
+
+            def run(features, rois, keep, fn=fn, attrs=attrs):
+                with tf.GradientTape(persistent=True) as tape:
+                    tape.watch([features, rois])
+                    pooled = fn(features, tf.boolean_mask(rois, keep), 3, **attrs)
+                    loss = tf.reduce_sum(pooled * pooled)
+                return pooled, tape.gradient(loss, [features, rois])
+
+            want = run(features, rois, keep)
+            for lowering in ("default", "hlo"):
+                with self.subTest(op=fn.__name__, attrs=attrs, lowering=lowering):
+                    if lowering == "hlo":
+                        with xla_test_util.hlo_lowering():
+                            got = tf.function(run, jit_compile=True)(
+                                features, rois, keep
+                            )
+                    else:
+                        got = tf.function(run, jit_compile=True)(features, rois, keep)
+                    for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got)):
+                        self.assertAllClose(w, g, rtol=1e-5, atol=1e-5)
+
+    def test_xla_independent_calls_run_concurrently(self):
+        # XLA may run independent custom calls at once on the intra-op pool,
+        # each of which spreads its work over the same pool: none may wait
+        # for work that no free thread can start.
+        rng = np.random.default_rng(6)
+        features = tf.constant(rng.standard_normal((2, 32, 32, 16)), tf.float32)
+        rois = tf.constant(
+            np.tile([[0, 1, 1, 20, 25], [1, 3, 2, 30, 12]], [32, 1]), tf.float32
+        )
+
+        def levels(features, rois):
+            return [
+                tfco.roi_align(features * (i + 1), rois, 7, sampling_ratio=2)
+                for i in range(6)
+            ]
+
+        jit = tf.function(levels, jit_compile=True)
+        want = levels(features, rois)
+        for _ in range(10):
+            got = jit(features, rois)
+        tolerance = 0 if xla_test_util.custom_calls() else 1e-5
+        self.assertAllClose(want, got, rtol=tolerance, atol=tolerance)
+
     def test_xla_attr_and_shape_errors_match_the_kernels(self):
         features = tf.zeros([1, 4, 4, 8])
         rois = tf.constant([[0, 0, 0, 2, 2]], tf.float32)

@@ -88,9 +88,10 @@ class Entry:
       into their kernels where build_info()["xla_custom_calls"]: then they
       match eager bit for bit, and xla_tolerance applies to the HLO lowering
       (xla_test compiles both).
-    xla_unsupported: for an op that by design fails to compile under XLA, a
-      regex of the compile error (xla_test checks it is raised); "" for the
-      others, which must compile.
+    xla_unsupported: for an op that by design fails to compile under XLA with
+      its HLO lowering, a regex of the compile error (xla_test checks it is
+      raised; with xla_custom_call the op compiles where the custom call is
+      available); "" for the others, which must compile.
     """
 
     op: str

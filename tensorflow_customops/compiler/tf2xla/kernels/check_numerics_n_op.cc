@@ -1,28 +1,119 @@
-// CustomOps>CheckNumericsN under XLA: compilation fails with the reason. Its
-// contract is an error when a value is NaN or Inf, and a compiled XLA program
-// cannot raise one at run time; passing the tensors through unchecked would
-// break the contract silently.
+// CustomOps>CheckNumericsN under XLA. Its contract is an error when a value
+// is NaN or Inf. Where the lowerings can call the kernel core
+// (custom_call.h), the op is a custom call that runs the regular kernel's
+// check and raises its error, its outputs the inputs' buffers. Elsewhere a
+// compiled program could not raise one at run time, and passing the tensors
+// through unchecked would break the contract silently, so compilation fails
+// with the reason.
+
+#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+
+#include <string>
+#include <vector>
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 
 namespace tensorflow {
 namespace customops {
 namespace {
 
+constexpr char kTarget[] = "tfco_check_numerics_n";
+
+#if TFCO_XLA_FFI
+
+namespace ffi = xla::ffi;
+
+ffi::Error CheckNumerics(ffi::ThreadPool pool, ffi::RemainingArgs tensors,
+                         ffi::RemainingRets, std::string_view message) {
+  const int n = static_cast<int>(tensors.size());
+  std::vector<TfcoDtype> dtypes(n);
+  std::vector<const void*> data(n);
+  std::vector<int64_t> sizes(n);
+  for (int i = 0; i < n; ++i) {
+    const auto tensor = tensors.get<ffi::AnyBuffer>(i);
+    if (!tensor.has_value() ||
+        !CoreDtypeOf(tensor->element_type(), &dtypes[i])) {
+      return ffi::Error::Internal("CheckNumericsN: unexpected operand");
+    }
+    data[i] = tensor->untyped_data();
+    sizes[i] = static_cast<int64_t>(tensor->element_count());
+  }
+  std::vector<int> flags(n);
+  const FfiCoreDevice device(pool);
+  if (ffi::Error e = FfiCoreError(TfcoNumericFlags(
+          device.get(), n, dtypes.data(), data.data(), sizes.data(),
+          /*scratch=*/nullptr, flags.data()));
+      e.failure()) {
+    return e;
+  }
+  const std::string error =
+      TfcoNumericsError(std::string(message), flags.data(), n);
+  if (!error.empty()) return ffi::Error::InvalidArgument(error);
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(TfcoCheckNumericsNHandler, CheckNumerics,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .RemainingArgs()
+                                  .RemainingRets()
+                                  .Attr<std::string_view>("message"));
+TFCO_REGISTER_CPU_FFI_HANDLER(kTarget, TfcoCheckNumericsNHandler);
+
+#endif  // TFCO_XLA_FFI
+
 class CheckNumericsNOp : public XlaOpKernel {
  public:
   explicit CheckNumericsNOp(OpKernelConstruction* context)
-      : XlaOpKernel(context) {}
+      : XlaOpKernel(context)
+#if TFCO_XLA_FFI
+        ,
+        choice_(context)
+#endif
+  {
+    OP_REQUIRES_OK(context, context->GetAttr("message", &message_));
+  }
 
   void Compile(XlaOpKernelContext* context) override {
+#if TFCO_XLA_FFI
+    if (choice_.Use()) {
+      std::vector<xla::XlaOp> operands;
+      std::vector<CustomCallResult> results;
+      for (int i = 0; i < context->num_inputs(); ++i) {
+        operands.push_back(context->Input(i));
+        const auto dims = context->InputShape(i).dim_sizes();
+        results.push_back({context->input_xla_type(i),
+                           std::vector<int64_t>(dims.begin(), dims.end())});
+      }
+      if (!HasOtherDynamicDimensions(context, operands, {})) {
+        FfiAttributes attributes;
+        attributes.String("message", message_);
+        const std::vector<xla::XlaOp> outputs =
+            EmitCustomCall(context, kTarget, operands, /*boxes=*/-1, results,
+                           attributes, /*results_alias_operands=*/true);
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          context->SetOutput(i, outputs[i]);
+        }
+        return;
+      }
+    }
+#endif
     context->SetStatus(errors::Unimplemented(
-        "CustomOps>CheckNumericsN cannot be compiled with XLA: a compiled "
-        "program cannot raise an error on the values it computes, and "
-        "passing NaN or Inf through unchecked would break the op's contract. "
-        "Call tfco.check_numerics_n outside the jit_compile function."));
+        "CustomOps>CheckNumericsN cannot be compiled with XLA here (for "
+        "TensorFlow before 2.20, or off the CPU): such a compiled program "
+        "cannot raise an error on the values it computes, and passing NaN or "
+        "Inf through unchecked would break the op's contract. Call "
+        "tfco.check_numerics_n outside the jit_compile function."));
   }
+
+ private:
+  std::string message_;
+#if TFCO_XLA_FFI
+  CustomCallChoice choice_;
+#endif
 };
 
 TFCO_REGISTER_XLA_OP("CustomOps>CheckNumericsN", CheckNumericsNOp);

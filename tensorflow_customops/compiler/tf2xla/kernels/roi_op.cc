@@ -52,6 +52,12 @@ struct Call {
   xla::PrimitiveType type;  // of the features
   xla::PrimitiveType acc;   // accumulation type, as roi::AccumulatorType
   xla::XlaBuilder* b;
+  // The boxes' count, where it is bounded-dynamic (boxes from
+  // tf.boolean_mask): the HLO computes on the boxes padded to their bound
+  // (Padded), masks the padding ones (ReadBoxes) and gives outputs whose rows
+  // are boxes their dynamic count back (BoxRows).
+  bool dynamic_boxes = false;
+  xla::XlaOp num_boxes;
 
   int64_t group_h() const {
     return attrs.position_sensitive() ? attrs.pooled_height : 1;
@@ -122,9 +128,27 @@ Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
       roi::GetFeatureSizes(features_shape, attrs, features_name, &call->shape));
   TF_RETURN_IF_ERROR(
       roi::CheckRoisShape(context->InputShape(rois_input), &call->shape));
+  const xla::XlaOp rois = context->Input(rois_input);
+  call->dynamic_boxes = call->b->GetShape(rois)->is_dynamic_dimension(0);
+  call->num_boxes = xla::GetDimensionSize(rois, 0);
   TensorShape pooled;
   TF_RETURN_IF_ERROR(roi::PooledShape(call->shape, attrs, &pooled));
   return OkStatus();
+}
+
+// Input i without dynamic dimensions: padded to their bounds.
+xla::XlaOp Padded(XlaOpKernelContext* context, int i) {
+  xla::XlaOp x = context->Input(i);
+  const xla::Shape shape = *context->builder()->GetShape(x);
+  for (int d = 0; d < shape.dimensions_size(); ++d) {
+    if (shape.is_dynamic_dimension(d)) x = xla::RemoveDynamicDimension(x, d);
+  }
+  return x;
+}
+
+// An output whose rows are the boxes, with their dynamic count.
+xla::XlaOp BoxRows(const Call& c, xla::XlaOp x) {
+  return c.dynamic_boxes ? xla::SetDimensionSize(x, c.num_boxes, 0) : x;
 }
 
 void SetTypes(xla::PrimitiveType type, Call* call) {
@@ -169,6 +193,10 @@ Boxes ReadBoxes(const Call& c, xla::XlaOp rois) {
   ok = xla::And(ok, xla::Eq(index, xla::Floor(index)));
   ok = xla::And(ok, xla::Ge(index, c.Const(xla::F32, 0)));
   ok = xla::And(ok, xla::Lt(index, c.Const(xla::F32, c.shape.batch)));
+  if (c.dynamic_boxes) {
+    ok = xla::And(ok, xla::Lt(xla::Iota(c.b, xla::S32, k),
+                              xla::Broadcast(c.num_boxes, {k})));
+  }
   boxes.ok = ok;
   boxes.batch = xla::ConvertElementType(
       xla::Select(ok, index, xla::ZerosLike(index)), xla::S32);
@@ -611,13 +639,14 @@ class RoiAlignOp : public RoiXlaOpKernel {
     }
     SetTypes(context->input_xla_type(0), &c);
     if (c.empty()) {
-      context->SetOutput(0, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims())));
+      context->SetOutput(
+          0, BoxRows(c, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims()))));
       return;
     }
     const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
         c.view_dims());
-    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(1)));
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 1)));
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.pooled_dims()), features},
         "roi_align_samples",
@@ -637,8 +666,9 @@ class RoiAlignOp : public RoiXlaOpKernel {
     const xla::XlaOp count =
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0});
     context->SetOutput(
-        0, ToDataFormat(c, xla::ConvertElementType(Divide((*result)[0], count),
-                                                   c.type)));
+        0,
+        BoxRows(c, ToDataFormat(c, xla::ConvertElementType(
+                                       Divide((*result)[0], count), c.type))));
   }
 };
 
@@ -663,9 +693,9 @@ class RoiAlignGradOp : public RoiXlaOpKernel {
       context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
       return;
     }
-    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(1)));
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 1)));
     const xla::XlaOp grads = Divide(
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.view_dims()), grads},
@@ -833,17 +863,19 @@ class RoiPoolOp : public RoiXlaOpKernel {
     SetTypes(context->input_xla_type(0), &c);
     const bool ps = attrs_.position_sensitive();
     if (c.empty()) {
-      context->SetOutput(0, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims())));
+      context->SetOutput(
+          0, BoxRows(c, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims()))));
       if (!ps) {
         context->SetOutput(
-            1, ToDataFormat(c, xla::Broadcast(c.I(-1), c.pooled_dims())));
+            1, BoxRows(c, ToDataFormat(
+                              c, xla::Broadcast(c.I(-1), c.pooled_dims()))));
       }
       return;
     }
     const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
         c.view_dims());
-    const PoolBoxes p = MakePoolBoxes(c, context->Input(1));
+    const PoolBoxes p = MakePoolBoxes(c, Padded(context, 1));
     const xla::XlaOp empty = c.PerBin(p.empty);
     // RoiPool: the running maximum starts at -FLT_MAX (0 for an empty bin)
     // and a strictly greater value replaces it. PsRoiPool: a sum.
@@ -878,8 +910,9 @@ class RoiPoolOp : public RoiXlaOpKernel {
                            Divide(pooled, c.PerBin(p.area)));
     }
     context->SetOutput(
-        0, ToDataFormat(c, xla::ConvertElementType(pooled, c.type)));
-    if (!ps) context->SetOutput(1, ToDataFormat(c, (*result)[1]));
+        0,
+        BoxRows(c, ToDataFormat(c, xla::ConvertElementType(pooled, c.type))));
+    if (!ps) context->SetOutput(1, BoxRows(c, ToDataFormat(c, (*result)[1])));
   }
 };
 
@@ -912,12 +945,12 @@ class RoiPoolGradOp : public RoiXlaOpKernel {
       context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
       return;
     }
-    const PoolBoxes p = MakePoolBoxes(c, context->Input(1));
+    const PoolBoxes p = MakePoolBoxes(c, Padded(context, 1));
     xla::XlaOp grads =
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc);
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc);
     xla::XlaOp grad =
         ps ? PsGrad(c, p, grads)
-           : Grad(c, p, grads, ToChannelsLast(c, context->Input(2)));
+           : Grad(c, p, grads, ToChannelsLast(c, Padded(context, 2)));
     grad = xla::Reshape(
         xla::ConvertElementType(grad, c.type),
         {c.shape.batch, c.shape.height, c.shape.width, c.shape.channels});
@@ -1008,15 +1041,15 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
     SetTypes(context->input_xla_type(1), &c);
     const int64_t k = c.shape.num_rois;
     if (c.empty()) {
-      context->SetOutput(0, c.Zeros(xla::F32, {k, 5}));
+      context->SetOutput(0, BoxRows(c, c.Zeros(xla::F32, {k, 5})));
       return;
     }
     const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(1)), c.acc),
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 1)), c.acc),
         c.view_dims());
-    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, context->Input(2)));
+    const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 2)));
     const xla::XlaOp grads = Divide(
-        xla::ConvertElementType(ToChannelsLast(c, context->Input(0)), c.acc),
+        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
     const xla::XlaOp zeros = c.Zeros(c.acc, c.bins_dims());
     // Loop values: the sums for x1, y1, x2, y2 per bin, features, grads.
@@ -1070,7 +1103,7 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
       columns.push_back(
           xla::Reshape(xla::ConvertElementType(sum, xla::F32), {k, 1}));
     }
-    context->SetOutput(0, xla::ConcatInDim(c.b, columns, 1));
+    context->SetOutput(0, BoxRows(c, xla::ConcatInDim(c.b, columns, 1)));
   }
 
  private:
