@@ -155,6 +155,7 @@ _LIBSTDCXX_COMPAT = "//tensorflow_customops/core/platform:libstdcxx_compat"
 _LIBSTDCXX_COMPAT_LINKOPTS = ["-Wl,--wrap=" + symbol for symbol in [
     "_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE",
     "_ZSt28__throw_bad_array_new_lengthv",
+    "_ZNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEC1Ev",
 ]] + ["-Wl,--push-state,--no-as-needed", "-l:libdl.so.2", "-Wl,--pop-state"]
 
 _SANITIZER_LINKOPTS = select({

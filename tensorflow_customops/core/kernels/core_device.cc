@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -53,10 +52,14 @@ void CPUDevice::parallelFor(
       n, std::max<Eigen::Index>(
              (n + 4 * numThreads() - 1) / (4 * numThreads()),
              static_cast<Eigen::Index>(std::min<double>(min_block, n))));
+  // Shared by the caller and its helpers; the last of them to let go
+  // deletes it. (A reference count by hand: std::shared_ptr's would import
+  // glibc 2.32's __libc_single_threaded, above the wheel's glibc floor.)
   struct Work {
     std::function<void(Eigen::Index, Eigen::Index)>* f;
     Eigen::Index n, block, blocks;
     std::atomic<Eigen::Index> next{1};
+    std::atomic<int> users;
     std::mutex mu;
     std::condition_variable all_done;
     Eigen::Index done = 0;
@@ -73,22 +76,32 @@ void CPUDevice::parallelFor(
       done += ran;
       if (done == blocks) all_done.notify_all();
     }
+    void Release() {
+      if (users.fetch_sub(1) == 1) delete this;
+    }
   };
-  auto work = std::make_shared<Work>();
+  Work* work = new Work;
   work->f = &f;
   work->n = n;
   work->block = block;
   work->blocks = (n + block - 1) / block;
   const Eigen::Index helpers =
       std::min<Eigen::Index>(work->blocks, threads) - 1;
+  work->users = static_cast<int>(helpers) + 1;
   for (Eigen::Index i = 0; i < helpers; ++i) {
     // A helper that starts after the last block was taken touches only
-    // `work`, which it keeps alive.
-    getPool()->Schedule([work] { work->Run(work->next.fetch_add(1)); });
+    // `work`, which outlives it.
+    getPool()->Schedule([work] {
+      work->Run(work->next.fetch_add(1));
+      work->Release();
+    });
   }
   work->Run(0);
-  std::unique_lock<std::mutex> lock(work->mu);
-  work->all_done.wait(lock, [&] { return work->done == work->blocks; });
+  {
+    std::unique_lock<std::mutex> lock(work->mu);
+    work->all_done.wait(lock, [&] { return work->done == work->blocks; });
+  }
+  work->Release();
 }
 
 void RecordError(const std::string& message) {

@@ -2,9 +2,9 @@
 // C++11 ABI, which TensorFlow's wheels need anyway), so the wheel installs
 // where TensorFlow's own wheels do, though it is built with gcc 12.
 //
-// gcc 11 and 12 headers make code import two symbols that only their
-// libstdc++ has. tensorflow_customops.bzl links each library with
-// --wrap for both, which sends our objects' references here:
+// gcc 11 and 12 headers make code import symbols that only their libstdc++
+// has. tensorflow_customops.bzl links each library with
+// --wrap for each, which sends our objects' references here:
 // - std::condition_variable::wait got a new default version,
 //   GLIBCXX_3.4.30, for a change that does not concern it; the
 //   GLIBCXX_3.4.11 version is the same function. It is looked up by
@@ -13,10 +13,14 @@
 // - std::__throw_bad_array_new_length (GLIBCXX_3.4.29) throws what
 //   operator new[] throws for an impossible size, which older libstdc++
 //   provides (CXXABI_1.3.8).
-// Both definitions are hidden, so nothing outside the library binds to them.
+// - std::stringstream's default constructor (GLIBCXX_3.4.26, which XLA's FFI
+//   headers use) is its constructor of an open mode (GLIBCXX_3.4.21) with
+//   in | out.
+// The definitions are hidden, so nothing outside the library binds to them.
 
 #include <dlfcn.h>
 
+#include <ios>
 #include <new>
 
 // dlopen's and dlvsym's GLIBC_2.34 versions would raise the glibc floor; the
@@ -55,6 +59,16 @@ __wrap__ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE(
 [[noreturn]] __attribute__((visibility("hidden"))) void
 __wrap__ZSt28__throw_bad_array_new_lengthv() {
   throw std::bad_array_new_length();
+}
+
+void _ZNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEC1ESt13_Ios_Openmode(
+    void* stream, std::ios_base::openmode mode);
+
+__attribute__((visibility("hidden"))) void
+__wrap__ZNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEC1Ev(
+    void* stream) {
+  _ZNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEC1ESt13_Ios_Openmode(
+      stream, std::ios_base::in | std::ios_base::out);
 }
 
 }  // extern "C"

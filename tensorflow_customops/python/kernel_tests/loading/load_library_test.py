@@ -144,9 +144,13 @@ class LoadLibraryTest(tf.test.TestCase):
                 "cuda_capabilities",
                 "xla",
                 "xla_unavailable_reason",
+                "xla_custom_calls",
             },
         )
         self.assertEqual(info["xla"], build_info.XLA)
+        # TensorFlow 2.20 and newer ship XLA's typed FFI (docs/xla.md).
+        release = tuple(int(part) for part in tf.__version__.split(".")[:2])
+        self.assertEqual(info["xla_custom_calls"], info["xla"] and release >= (2, 20))
         self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_version"], tf.__version__)
