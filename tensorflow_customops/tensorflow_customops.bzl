@@ -137,8 +137,8 @@ _CORE_COPTS = _CORE_DEFINES + [
 })
 
 # XLA's headers include highwayhash and farmhash by paths relative to these
-# folders of TensorFlow's include tree. The lowerings build HLO only, so they
-# never need CUDA.
+# folders of TensorFlow's include tree. The lowerings include no CUDA header:
+# their GPU custom calls hand XLA's stream to the kernel core.
 _XLA_INCLUDES = [
     "-isystem external/{repo}/include/external/highwayhash",
     "-isystem external/{repo}/include/external/farmhash_archive/src",
@@ -147,7 +147,11 @@ _XLA_COPTS = _HOST_COPTS + release_select(
     [flag.replace("{repo}", "local_config_tf") for flag in _XLA_INCLUDES],
     _XLA_INCLUDES,
     TF_RELEASES,
-)
+) + select({
+    # The kernel core has CUDA kernels, which the custom calls may run.
+    _USING_CUDA: ["-DTFCO_CUDA=1"],
+    "//conditions:default": [],
+})
 
 # Every shared library the wheel holds imports no libstdc++ symbol newer than
 # GLIBCXX_3.4.21 (core/platform/libstdcxx_compat.cc says how and why).

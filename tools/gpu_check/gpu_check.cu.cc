@@ -336,6 +336,21 @@ std::map<std::string, Tensor> RunRoiGradBoxes(const Case& c,
   return {{"grad_rois", grad_rois.Download(DType::kFloat, {k, 5})}};
 }
 
+// The box check of the XLA GPU lowering (TfcoRoiCheckBoxes).
+std::map<std::string, Tensor> RunRoiCheckBoxes(const Case& c,
+                                               const GPUDevice& d) {
+  const Tensor& rois = c.Input("rois");
+  const int64_t k = rois.dims[0];
+  DeviceBuffer drois(rois);
+  DeviceBuffer checked = DeviceBuffer::Poisoned(k * 5 * sizeof(float));
+  CheckCore(TfcoRoiCheckBoxes(d.core(), k,
+                              static_cast<int64_t>(c.Attr("batch")),
+                              static_cast<float>(c.Attr("spatial_scale")),
+                              drois.get<float>(), checked.get<float>()));
+  d.synchronize();
+  return {{"checked", checked.Download(DType::kFloat, {k, 5})}};
+}
+
 // --- MatrixMul.
 
 std::map<std::string, Tensor> RunMatrixMul(const Case& c, const GPUDevice& d) {
@@ -469,6 +484,7 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
           {"PsRoiAlignGrad", RunRoi},
           {"RoiAlignGradBoxes", RunRoiGradBoxes},
           {"PsRoiAlignGradBoxes", RunRoiGradBoxes},
+          {"RoiCheckBoxes", RunRoiCheckBoxes},
           {"RoiPool", RunRoi},
           {"RoiPoolGrad", RunRoi},
           {"PsRoiPool", RunRoi},

@@ -6,7 +6,8 @@ Every functor with a GPU kernel gets cases in every dtype its GPU kernel is
 built for: RoI ops forward and backward in both layouts, with degenerate and
 off-map boxes, no boxes, and sizes that need several passes of the kernels'
 grid-stride loops; MatrixMul in every transpose case; ClipByGlobalNorm over
-many tensors, with inf and NaN; CheckNumericsN; ZeroOut. The expected outputs
+many tensors, with inf and NaN; CheckNumericsN; ZeroOut; and the box check of
+the XLA GPU lowering (RoiCheckBoxes). The expected outputs
 come from this library's CPU kernels, which are bitwise deterministic, so the
 file is the same byte for byte each time it is written.
 
@@ -428,6 +429,54 @@ def check_numerics_cases():
     return cases
 
 
+# --- The XLA GPU lowering's box check (TfcoRoiCheckBoxes), no op of its own.
+
+
+def roi_check_boxes_cases():
+    """Boxes that the kernels reject become the null box (roi_ops_common.h's
+    RoiOk and NullBox): a batch index out of range or fractional, a coordinate
+    that is not finite or beyond 2^30 pixels once scaled."""
+    rois = np.array(
+        [
+            [1, 0.5, 1, 4, 5],
+            [2, 1, 1, 2, 2],
+            [-1, 0, 0, 1, 1],
+            [0.5, 0, 0, 1, 1],
+            [0, np.nan, 0, 1, 1],
+            [0, 1, -np.inf, 1, 1],
+            [0, 1, 1, 3e9, 2],
+            [0, -1, -2, 3, 4],
+        ],
+        np.float32,
+    )
+    cases = []
+    for batch, spatial_scale in ((2, 1.0), (3, 0.25)):
+        scale = np.float32(spatial_scale)
+        index = rois[:, 0]
+        with np.errstate(invalid="ignore"):
+            ok = (
+                np.all(np.isfinite(rois), axis=1)
+                & np.all(np.abs(rois[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
+                & (index == np.floor(index))
+                & (index >= 0)
+                & (index < batch)
+            )
+        null = np.array([0] + [np.float32(-4) / scale] * 4, np.float32)
+        checked = np.where(ok[:, None], rois, null)
+        cases.append(
+            _case(
+                f"roi_check_boxes/batch{batch}/scale{spatial_scale}",
+                "RoiCheckBoxes",
+                {"batch": batch, "spatial_scale": spatial_scale},
+                {"rois": (rois, "float32")},
+                {"checked": (checked, "float32")},
+                "exact",
+                "float32",
+            )
+        )
+    return cases
+
+
 # --- ZeroOut.
 
 ZERO_OUT_DTYPES = (
@@ -466,6 +515,7 @@ def all_cases():
     with tf.device("/CPU:0"):
         return (
             roi_cases()
+            + roi_check_boxes_cases()
             + matrix_mul_cases()
             + clip_cases()
             + check_numerics_cases()

@@ -30,9 +30,12 @@ const XLA_FFI_Api* GetXlaFfiApi();
 namespace tensorflow {
 namespace customops {
 
-CustomCallChoice::CustomCallChoice(OpKernelConstruction* context)
-    : has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT) {
-}
+CustomCallChoice::CustomCallChoice(OpKernelConstruction* context,
+                                   bool gpu_handlers)
+    : on_gpu_(context->device_type().type_string() == DEVICE_GPU_XLA_JIT),
+      // TFCO_CUDA: the kernel core built with this library has CUDA kernels.
+      has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT ||
+                   (on_gpu_ && gpu_handlers && TFCO_CUDA)) {}
 
 bool CustomCallChoice::Use() const {
   const char* lowering = std::getenv("TFCO_XLA_LOWERING");

@@ -28,20 +28,29 @@
 #define TFCO_XLA_FFI 0
 #endif
 
+// Defined (1) where the kernel core has CUDA kernels (--config=cuda).
+#ifndef TFCO_CUDA
+#define TFCO_CUDA 0
+#endif
+
 #if TFCO_XLA_FFI
 
 namespace tensorflow {
 namespace customops {
 
 // Whether an op's lowering is a custom call: compiled for a device with
-// handlers (the CPU), unless the environment variable TFCO_XLA_LOWERING=hlo,
-// read when a function is compiled, asks for HLO (tests compare the two).
+// handlers (the CPU; the GPU too for ops with `gpu_handlers`, where the
+// library has CUDA kernels), unless the environment variable
+// TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for HLO
+// (tests compare the two).
 class CustomCallChoice {
  public:
-  explicit CustomCallChoice(OpKernelConstruction* context);
+  CustomCallChoice(OpKernelConstruction* context, bool gpu_handlers);
   bool Use() const;
+  bool OnGpu() const { return on_gpu_; }
 
  private:
+  bool on_gpu_;
   bool has_handler_;
 };
 
@@ -115,10 +124,14 @@ xla::ffi::Error FfiCoreError(TfcoError error);
 const XLA_FFI_Api* TfcoFfiApi();
 
 // Registers handler symbol `handler` as custom-call target `name` on the
-// host; the lowerings emit such calls where CustomCallChoice::Use().
+// host, or on CUDA GPUs; the lowerings emit such calls where
+// CustomCallChoice::Use().
 #define TFCO_REGISTER_CPU_FFI_HANDLER(name, handler)                    \
   XLA_FFI_REGISTER_HANDLER(::tensorflow::customops::TfcoFfiApi(), name, \
                            "Host", handler)
+#define TFCO_REGISTER_GPU_FFI_HANDLER(name, handler)                    \
+  XLA_FFI_REGISTER_HANDLER(::tensorflow::customops::TfcoFfiApi(), name, \
+                           "CUDA", handler)
 
 }  // namespace customops
 }  // namespace tensorflow

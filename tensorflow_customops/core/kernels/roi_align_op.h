@@ -32,6 +32,14 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiAlignGradBoxes(
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
     const void* features, const float* rois, float* grad_rois);
 
+// checked = rois ([num_rois, 5], device memory) with every box that fails
+// roi::RoiOk replaced by roi::NullBox, enqueued on the GPU stream: what the
+// XLA GPU lowering pools, since it cannot raise on data or read it on the
+// host. Serves every RoI kind. GPU only.
+extern "C" TFCO_CORE_API TfcoError
+TfcoRoiCheckBoxes(const TfcoDevice* device, int64_t num_rois, int64_t batch,
+                  float spatial_scale, const float* rois, float* checked);
+
 #ifdef TFCO_KERNEL_CORE
 #include "tensorflow_customops/core/kernels/core_device.h"
 
@@ -196,6 +204,10 @@ struct RoiAlignGradBoxes {
   void operator()(const Device& d, const roi::RoiArgs& args, const T* grads,
                   const T* features, const float* rois, float* grad_rois);
 };
+
+// TfcoRoiCheckBoxes on the GPU (roi_align_op_gpu.cu.cc).
+void CheckBoxesGpu(const GPUDevice& d, int64_t num_rois, int64_t batch,
+                   float spatial_scale, const float* rois, float* checked);
 
 }  // namespace functor
 }  // namespace customops

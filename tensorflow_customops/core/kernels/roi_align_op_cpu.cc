@@ -357,3 +357,18 @@ extern "C" TfcoError TfcoRoiAlignGradBoxes(
                                       run);
       });
 }
+
+extern "C" TfcoError TfcoRoiCheckBoxes(const TfcoDevice* device,
+                                       int64_t num_rois, int64_t batch,
+                                       float spatial_scale, const float* rois,
+                                       float* checked) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return RunOnDevice("RoiCheckBoxes", device, [&](const auto& d) {
+    if constexpr (std::is_same<std::decay_t<decltype(d)>, GPUDevice>::value) {
+      functor::CheckBoxesGpu(d, num_rois, batch, spatial_scale, rois, checked);
+    } else {
+      // The CPU kernels' callers check boxes on the host, and raise.
+      RecordError("RoiCheckBoxes: the device is not a GPU");
+    }
+  });
+}

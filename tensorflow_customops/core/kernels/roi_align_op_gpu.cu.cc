@@ -191,6 +191,22 @@ __global__ void __launch_bounds__(kBoxGradThreads)
   }
 }
 
+// Row k of `checked`: box k of `rois`, or NullBox where it fails RoiOk.
+__global__ void CheckBoxesKernel(int64_t num_rois, int64_t batch,
+                                 float spatial_scale,
+                                 const float* __restrict__ rois,
+                                 float* __restrict__ checked) {
+  for (int64_t k : GpuGridRangeX<int64_t>(num_rois)) {
+    const float* roi = rois + k * 5;
+    float* out = checked + k * 5;
+    if (roi::RoiOk(roi, batch, spatial_scale)) {
+      for (int i = 0; i < 5; ++i) out[i] = roi[i];
+    } else {
+      roi::NullBox(spatial_scale, out);
+    }
+  }
+}
+
 }  // namespace
 
 namespace functor {
@@ -245,6 +261,13 @@ struct RoiAlignGradBoxes<GPUDevice, T> {
   template struct RoiAlignGradBoxes<GPUDevice, T>;
 TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
 #undef DEFINE_GPU_SPEC
+
+void CheckBoxesGpu(const GPUDevice& d, int64_t num_rois, int64_t batch,
+                   float spatial_scale, const float* rois, float* checked) {
+  if (num_rois == 0) return;
+  LaunchGpuLoop(CheckBoxesKernel, num_rois, d, num_rois, batch, spatial_scale,
+                rois, checked);
+}
 
 }  // namespace functor
 }  // namespace customops

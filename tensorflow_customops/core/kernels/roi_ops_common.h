@@ -53,6 +53,37 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
   return grid < static_cast<A>(kMaxGrid) ? static_cast<int>(grid) : kMaxGrid;
 }
 
+// Whether a box [batch_index, x1, y1, x2, y2] passes the regular kernels'
+// checks (CheckRoiValues in roi_shape_util names the one it fails): every
+// coordinate finite and, once scaled, within kMaxScaledCoordinate; the batch
+// index an integer in [0, batch).
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool RoiOk(const float* roi,
+                                                 int64_t batch,
+                                                 float spatial_scale) {
+  for (int i = 0; i < 5; ++i) {
+    if (!Eigen::numext::isfinite(roi[i])) return false;
+  }
+  for (int i = 1; i < 5; ++i) {
+    if (Eigen::numext::abs(static_cast<double>(roi[i]) * spatial_scale) >
+        kMaxScaledCoordinate) {
+      return false;
+    }
+  }
+  const float index = roi[0];
+  return index == Eigen::numext::floor(index) && index >= 0 &&
+         index < static_cast<float>(batch);
+}
+
+// What the GPU lowering under XLA, which cannot raise, pools in place of a box
+// that fails RoiOk: a point four pixels above and left of image 0's map, which
+// every RoI kernel pools to zeros (argmax -1) and gives no gradient, as the
+// HLO lowering treats such a box.
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void NullBox(float spatial_scale,
+                                                   float* roi) {
+  roi[0] = 0;
+  for (int i = 1; i < 5; ++i) roi[i] = -4 / spatial_scale;
+}
+
 // Element offsets of a 4-D tensor in NHWC or NCHW layout, as strides of the
 // logical (n, h, w, c) indices. Kernels index through this, so one code path
 // serves both layouts with the same arithmetic order, and so the same numbers.

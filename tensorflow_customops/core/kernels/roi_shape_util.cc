@@ -140,6 +140,7 @@ Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
                       float spatial_scale) {
   for (int64_t k = 0; k < num_rois; ++k) {
     const float* roi = rois + k * 5;
+    if (RoiOk(roi, batch, spatial_scale)) continue;
     for (int i = 0; i < 5; ++i) {
       if (!std::isfinite(roi[i])) {
         return errors::InvalidArgument("rois[", k, ", ", i,
@@ -165,6 +166,7 @@ Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
           "rois[", k, ", 0] (batch index) must be an integer in [0, ", batch,
           "), got ", index);
     }
+    return errors::Internal("rois[", k, "] fails RoiOk, but no check says why");
   }
   return OkStatus();
 }

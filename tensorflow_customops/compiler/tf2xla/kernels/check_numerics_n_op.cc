@@ -71,7 +71,9 @@ class CheckNumericsNOp : public XlaOpKernel {
       : XlaOpKernel(context)
 #if TFCO_XLA_FFI
         ,
-        choice_(context)
+        // On GPU the check would have to wait for the stream to read the
+        // flags on the host, which a handler must not.
+        choice_(context, /*gpu_handlers=*/false)
 #endif
   {
     OP_REQUIRES_OK(context, context->GetAttr("message", &message_));

@@ -63,15 +63,14 @@ FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s) {
   return attributes;
 }
 
-// What a handler knows once its attributes are decoded and its boxes checked.
+// What a handler knows once its attributes are decoded.
 struct HandlerCall {
   RoiArgs args;
   TfcoDtype dtype;
 };
 
-ffi::Error Prepare(ffi::Span<const int64_t> ints, float spatial_scale,
-                   ffi::DataType type, const float* rois, int32_t num_rois,
-                   HandlerCall* call) {
+ffi::Error Decode(ffi::Span<const int64_t> ints, float spatial_scale,
+                  ffi::DataType type, int64_t num_rois, HandlerCall* call) {
   if (ints.size() != kNumInts || !CoreDtypeOf(type, &call->dtype)) {
     return ffi::Error::Internal("RoI custom call: unexpected attributes");
   }
@@ -86,12 +85,68 @@ ffi::Error Prepare(ffi::Span<const int64_t> ints, float spatial_scale,
   const RoiShape shape{ints[kBatch],    ints[kHeight], ints[kWidth],
                        ints[kChannels], num_rois,      ints[kOutChannels]};
   call->args = RoiArgs::Make(shape, attrs);
-  return FfiError(CheckRoiValues(rois, num_rois, shape.batch, spatial_scale));
+  return ffi::Error::Success();
+}
+
+// The kernels, on `device`, of boxes `rois` that pass the checks. argmax is
+// RoiPool's output or RoiPoolGrad's input, null for the other kinds.
+ffi::Error RunForward(const TfcoDevice* device, const HandlerCall& call,
+                      const ffi::AnyBuffer& features, const float* rois,
+                      const ffi::AnyBuffer& pooled, int32_t* argmax) {
+  if (call.args.shape.num_rois == 0 || pooled.element_count() == 0) {
+    return ffi::Error::Success();
+  }
+  if (call.args.attrs.bilinear()) {
+    return FfiCoreError(TfcoRoiAlign(device, call.dtype, &call.args,
+                                     features.untyped_data(), rois,
+                                     pooled.untyped_data()));
+  }
+  return FfiCoreError(TfcoRoiPool(device, call.dtype, &call.args,
+                                  features.untyped_data(), rois,
+                                  pooled.untyped_data(), argmax));
+}
+
+ffi::Error RunGrad(const TfcoDevice* device, const HandlerCall& call,
+                   const ffi::AnyBuffer& grads, const float* rois,
+                   const int32_t* argmax, const ffi::AnyBuffer& grad_features) {
+  if (grad_features.element_count() == 0) return ffi::Error::Success();
+  if (call.args.attrs.bilinear()) {
+    return FfiCoreError(TfcoRoiAlignGrad(device, call.dtype, &call.args,
+                                         grads.untyped_data(), rois,
+                                         grad_features.untyped_data()));
+  }
+  return FfiCoreError(TfcoRoiPoolGrad(device, call.dtype, &call.args,
+                                      grads.untyped_data(), rois, argmax,
+                                      grad_features.untyped_data()));
+}
+
+ffi::Error RunGradBoxes(const TfcoDevice* device, const HandlerCall& call,
+                        const ffi::AnyBuffer& grads,
+                        const ffi::AnyBuffer& features, const float* rois,
+                        float* grad_rois) {
+  if (call.args.shape.num_rois == 0) return ffi::Error::Success();
+  return FfiCoreError(TfcoRoiAlignGradBoxes(
+      device, call.dtype, &call.args, grads.untyped_data(),
+      features.untyped_data(), rois, grad_rois));
+}
+
+// On the host: the first `num_rois` boxes are real (the rest pad a
+// bounded-dynamic count) and are checked as the regular kernels check them,
+// raising their errors.
+ffi::Error HostCall(ffi::Span<const int64_t> ints, float spatial_scale,
+                    ffi::DataType type, const float* rois, int32_t num_rois,
+                    HandlerCall* call) {
+  if (ffi::Error e = Decode(ints, spatial_scale, type, num_rois, call);
+      e.failure()) {
+    return e;
+  }
+  return FfiError(
+      CheckRoiValues(rois, num_rois, call->args.shape.batch, spatial_scale));
 }
 
 // Zeroes the rows of `out` (rows of equal size) from `first` on: the padding
 // of outputs whose rows are boxes, which XLA does not clear.
-void ZeroRowsFrom(ffi::AnyBuffer out, int64_t first) {
+void ZeroRowsFrom(const ffi::AnyBuffer& out, int64_t first) {
   const int64_t rows = out.dimensions()[0];
   if (rows <= first) return;
   const size_t row_bytes = out.size_bytes() / rows;
@@ -99,14 +154,14 @@ void ZeroRowsFrom(ffi::AnyBuffer out, int64_t first) {
               (rows - first) * row_bytes);
 }
 
-// The forward ops; argmax (RoiPool's) is null for the other kinds.
-ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer features,
-                   ffi::Buffer<ffi::F32> rois, int32_t num_rois,
-                   ffi::AnyBuffer pooled, ffi::AnyBuffer* argmax,
-                   ffi::Span<const int64_t> ints, float spatial_scale) {
+ffi::Error HostForward(ffi::ThreadPool pool, const ffi::AnyBuffer& features,
+                       ffi::Buffer<ffi::F32> rois, int32_t num_rois,
+                       const ffi::AnyBuffer& pooled,
+                       const ffi::AnyBuffer* argmax,
+                       ffi::Span<const int64_t> ints, float spatial_scale) {
   HandlerCall call;
-  if (ffi::Error e = Prepare(ints, spatial_scale, features.element_type(),
-                             rois.typed_data(), num_rois, &call);
+  if (ffi::Error e = HostCall(ints, spatial_scale, features.element_type(),
+                              rois.typed_data(), num_rois, &call);
       e.failure()) {
     return e;
   }
@@ -119,28 +174,18 @@ ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer features,
     std::fill(argmax_data + size / argmax->dimensions()[0] * num_rois,
               argmax_data + size, -1);
   }
-  if (num_rois == 0 || pooled.element_count() == 0) {
-    return ffi::Error::Success();
-  }
   const FfiCoreDevice device(pool);
-  if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlign(device.get(), call.dtype, &call.args,
-                                     features.untyped_data(), rois.typed_data(),
-                                     pooled.untyped_data()));
-  }
-  return FfiCoreError(TfcoRoiPool(device.get(), call.dtype, &call.args,
-                                  features.untyped_data(), rois.typed_data(),
-                                  pooled.untyped_data(), argmax_data));
+  return RunForward(device.get(), call, features, rois.typed_data(), pooled,
+                    argmax_data);
 }
 
-// The feature gradients; argmax (RoiPoolGrad's) is null for the other kinds.
-ffi::Error Grad(ffi::ThreadPool pool, ffi::AnyBuffer grads,
-                ffi::Buffer<ffi::F32> rois, const ffi::AnyBuffer* argmax,
-                int32_t num_rois, ffi::AnyBuffer grad_features,
-                ffi::Span<const int64_t> ints, float spatial_scale) {
+ffi::Error HostGrad(ffi::ThreadPool pool, const ffi::AnyBuffer& grads,
+                    ffi::Buffer<ffi::F32> rois, const ffi::AnyBuffer* argmax,
+                    int32_t num_rois, const ffi::AnyBuffer& grad_features,
+                    ffi::Span<const int64_t> ints, float spatial_scale) {
   HandlerCall call;
-  if (ffi::Error e = Prepare(ints, spatial_scale, grads.element_type(),
-                             rois.typed_data(), num_rois, &call);
+  if (ffi::Error e = HostCall(ints, spatial_scale, grads.element_type(),
+                              rois.typed_data(), num_rois, &call);
       e.failure()) {
     return e;
   }
@@ -155,42 +200,33 @@ ffi::Error Grad(ffi::ThreadPool pool, ffi::AnyBuffer grads,
       return FfiError(ArgmaxError(argmax_data, size, s.height * s.width));
     }
   }
-  if (grad_features.element_count() == 0) return ffi::Error::Success();
   const FfiCoreDevice device(pool);
-  if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlignGrad(
-        device.get(), call.dtype, &call.args, grads.untyped_data(),
-        rois.typed_data(), grad_features.untyped_data()));
-  }
-  return FfiCoreError(TfcoRoiPoolGrad(
-      device.get(), call.dtype, &call.args, grads.untyped_data(),
-      rois.typed_data(), argmax_data, grad_features.untyped_data()));
+  return RunGrad(device.get(), call, grads, rois.typed_data(), argmax_data,
+                 grad_features);
 }
 
-ffi::Error GradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
-                     ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
-                     ffi::BufferR0<ffi::S32> count,
-                     ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
-                     ffi::Span<const int64_t> ints, float spatial_scale) {
+ffi::Error HostGradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
+                         ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+                         ffi::BufferR0<ffi::S32> count,
+                         ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
+                         ffi::Span<const int64_t> ints, float spatial_scale) {
   const int32_t num_rois = *count.typed_data();
   HandlerCall call;
-  if (ffi::Error e = Prepare(ints, spatial_scale, features.element_type(),
-                             rois.typed_data(), num_rois, &call);
+  if (ffi::Error e = HostCall(ints, spatial_scale, features.element_type(),
+                              rois.typed_data(), num_rois, &call);
       e.failure()) {
     return e;
   }
   float* out = grad_rois->typed_data();
   std::fill(out + 5 * static_cast<int64_t>(num_rois),
             out + grad_rois->element_count(), 0.0f);
-  if (num_rois == 0) return ffi::Error::Success();
   const FfiCoreDevice device(pool);
-  return FfiCoreError(TfcoRoiAlignGradBoxes(
-      device.get(), call.dtype, &call.args, grads.untyped_data(),
-      features.untyped_data(), rois.typed_data(), out));
+  return RunGradBoxes(device.get(), call, grads, features, rois.typed_data(),
+                      out);
 }
 
 // The bindings: every handler takes the operands of EmitCustomCall (the
-// boxes' count last) and the attributes of Attributes().
+// boxes' count last), its results and the attributes of Attributes().
 template <typename Binding>
 auto WithAttributes(Binding binding) {
   return std::move(binding)
@@ -204,8 +240,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
        ffi::Result<ffi::AnyBuffer> pooled, ffi::Span<const int64_t> ints,
        float spatial_scale) {
-      return Forward(pool, features, rois, *count.typed_data(), *pooled,
-                     nullptr, ints, spatial_scale);
+      return HostForward(pool, features, rois, *count.typed_data(), *pooled,
+                         nullptr, ints, spatial_scale);
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::ThreadPool>()
@@ -220,8 +256,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
        ffi::Result<ffi::AnyBuffer> pooled, ffi::Result<ffi::AnyBuffer> argmax,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      return Forward(pool, features, rois, *count.typed_data(), *pooled,
-                     &*argmax, ints, spatial_scale);
+      return HostForward(pool, features, rois, *count.typed_data(), *pooled,
+                         &*argmax, ints, spatial_scale);
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::ThreadPool>()
@@ -236,8 +272,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
     [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
        ffi::BufferR0<ffi::S32> count, ffi::Result<ffi::AnyBuffer> grad_features,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      return Grad(pool, grads, rois, nullptr, *count.typed_data(),
-                  *grad_features, ints, spatial_scale);
+      return HostGrad(pool, grads, rois, nullptr, *count.typed_data(),
+                      *grad_features, ints, spatial_scale);
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::ThreadPool>()
@@ -252,8 +288,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32> count,
        ffi::Result<ffi::AnyBuffer> grad_features, ffi::Span<const int64_t> ints,
        float spatial_scale) {
-      return Grad(pool, grads, rois, &argmax, *count.typed_data(),
-                  *grad_features, ints, spatial_scale);
+      return HostGrad(pool, grads, rois, &argmax, *count.typed_data(),
+                      *grad_features, ints, spatial_scale);
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::ThreadPool>()
@@ -264,7 +300,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                        .Ret<ffi::AnyBuffer>()));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    TfcoRoiGradBoxesHandler, GradBoxes,
+    TfcoRoiGradBoxesHandler, HostGradBoxes,
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::ThreadPool>()
                        .Arg<ffi::AnyBuffer>()
@@ -279,10 +315,174 @@ TFCO_REGISTER_CPU_FFI_HANDLER(kGrad, TfcoRoiGradHandler);
 TFCO_REGISTER_CPU_FFI_HANDLER(kPoolGrad, TfcoRoiPoolGradHandler);
 TFCO_REGISTER_CPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesHandler);
 
+#if TFCO_CUDA
+
+// On a GPU the boxes live in device memory, where a handler can neither
+// raise on them nor read them without waiting for the stream: they are
+// copied to `checked`, the call's last result, with every box that fails the
+// checks replaced by roi::NullBox (zeros, no gradient), on XLA's stream.
+// Their count is static (the lowering keeps boxes of dynamic count on HLO).
+ffi::Error GpuCall(const TfcoDevice* device, ffi::Span<const int64_t> ints,
+                   float spatial_scale, ffi::DataType type,
+                   ffi::Buffer<ffi::F32> rois, float* checked,
+                   HandlerCall* call) {
+  const int64_t num_rois = rois.dimensions()[0];
+  if (ffi::Error e = Decode(ints, spatial_scale, type, num_rois, call);
+      e.failure()) {
+    return e;
+  }
+  return FfiCoreError(TfcoRoiCheckBoxes(device, num_rois,
+                                        call->args.shape.batch, spatial_scale,
+                                        rois.typed_data(), checked));
+}
+
+TfcoDevice GpuDevice(void* stream) { return TfcoDevice{nullptr, stream}; }
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiForwardGpuHandler,
+    [](void* stream, ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+       ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> pooled,
+       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      const TfcoDevice device = GpuDevice(stream);
+      HandlerCall call;
+      if (ffi::Error e =
+              GpuCall(&device, ints, spatial_scale, features.element_type(),
+                      rois, checked->typed_data(), &call);
+          e.failure()) {
+        return e;
+      }
+      return RunForward(&device, call, features, checked->typed_data(), *pooled,
+                        nullptr);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::PlatformStream<void*>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiPoolForwardGpuHandler,
+    [](void* stream, ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+       ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> pooled,
+       ffi::Result<ffi::AnyBuffer> argmax,
+       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      const TfcoDevice device = GpuDevice(stream);
+      HandlerCall call;
+      if (ffi::Error e =
+              GpuCall(&device, ints, spatial_scale, features.element_type(),
+                      rois, checked->typed_data(), &call);
+          e.failure()) {
+        return e;
+      }
+      return RunForward(&device, call, features, checked->typed_data(), *pooled,
+                        static_cast<int32_t*>(argmax->untyped_data()));
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::PlatformStream<void*>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiGradGpuHandler,
+    [](void* stream, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+       ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> grad_features,
+       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      const TfcoDevice device = GpuDevice(stream);
+      HandlerCall call;
+      if (ffi::Error e =
+              GpuCall(&device, ints, spatial_scale, grads.element_type(), rois,
+                      checked->typed_data(), &call);
+          e.failure()) {
+        return e;
+      }
+      return RunGrad(&device, call, grads, checked->typed_data(), nullptr,
+                     *grad_features);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::PlatformStream<void*>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+// The GPU kernel skips argmax entries that are not a pixel of the map.
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiPoolGradGpuHandler,
+    [](void* stream, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+       ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32>,
+       ffi::Result<ffi::AnyBuffer> grad_features,
+       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      const TfcoDevice device = GpuDevice(stream);
+      HandlerCall call;
+      if (ffi::Error e =
+              GpuCall(&device, ints, spatial_scale, grads.element_type(), rois,
+                      checked->typed_data(), &call);
+          e.failure()) {
+        return e;
+      }
+      return RunGrad(&device, call, grads, checked->typed_data(),
+                     static_cast<const int32_t*>(argmax.untyped_data()),
+                     *grad_features);
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::PlatformStream<void*>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::AnyBuffer>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiGradBoxesGpuHandler,
+    [](void* stream, ffi::AnyBuffer grads, ffi::AnyBuffer features,
+       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32>,
+       ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
+       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
+      const TfcoDevice device = GpuDevice(stream);
+      HandlerCall call;
+      if (ffi::Error e =
+              GpuCall(&device, ints, spatial_scale, features.element_type(),
+                      rois, checked->typed_data(), &call);
+          e.failure()) {
+        return e;
+      }
+      return RunGradBoxes(&device, call, grads, features, checked->typed_data(),
+                          grad_rois->typed_data());
+    },
+    WithAttributes(ffi::Ffi::Bind()
+                       .Ctx<ffi::PlatformStream<void*>>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::AnyBuffer>()
+                       .Arg<ffi::Buffer<ffi::F32>>()
+                       .Arg<ffi::BufferR0<ffi::S32>>()
+                       .Ret<ffi::Buffer<ffi::F32>>()
+                       .Ret<ffi::Buffer<ffi::F32>>()));
+
+TFCO_REGISTER_GPU_FFI_HANDLER(kForward, TfcoRoiForwardGpuHandler);
+TFCO_REGISTER_GPU_FFI_HANDLER(kPoolForward, TfcoRoiPoolForwardGpuHandler);
+TFCO_REGISTER_GPU_FFI_HANDLER(kGrad, TfcoRoiGradGpuHandler);
+TFCO_REGISTER_GPU_FFI_HANDLER(kPoolGrad, TfcoRoiPoolGradGpuHandler);
+TFCO_REGISTER_GPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesGpuHandler);
+
+#endif  // TFCO_CUDA
+
 }  // namespace
 
 RoiCustomCall::RoiCustomCall(OpKernelConstruction* context)
-    : choice_(context) {}
+    : choice_(context, /*gpu_handlers=*/true) {}
 
 bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
                             const RoiAttrs& attrs,
@@ -291,7 +491,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
   const bool pool = attrs.kind == RoiKind::kPool;
   std::vector<xla::XlaOp> operands;
   std::vector<int> rows;  // operands whose first dimension is the boxes'
-  int boxes;
+  int boxes = 0;
   std::vector<CustomCallResult> results;
   const xla::PrimitiveType type =
       context->input_xla_type(role == RoiOpRole::kGradBoxes ? 1 : 0);
@@ -301,7 +501,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
     pooled_dims = {shape.num_rois, shape.out_channels, attrs.pooled_height,
                    attrs.pooled_width};
   }
-  const char* target;
+  const char* target = nullptr;
   switch (role) {
     case RoiOpRole::kForward:
       operands = {context->Input(0), context->Input(1)};
@@ -338,9 +538,15 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
       break;
   }
   if (HasOtherDynamicDimensions(context, operands, rows)) return false;
+  if (choice_.OnGpu()) {
+    // The GPU handlers cannot read a dynamic count (it lives on the device).
+    if (HasOtherDynamicDimensions(context, operands, {})) return false;
+    // Their scratch: the checked boxes (GpuCall).
+    results.push_back({xla::F32, {shape.num_rois, 5}, false});
+  }
   const std::vector<xla::XlaOp> outputs = EmitCustomCall(
       context, target, operands, boxes, results, Attributes(attrs, shape));
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (int i = 0; i < context->num_outputs(); ++i) {
     context->SetOutput(i, outputs[i]);
   }
   return true;
