@@ -28,6 +28,7 @@
 
 #include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
@@ -458,6 +459,19 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
   return {{"y", y.Download(x.dtype, x.dims)}};
 }
 
+// --- DeformableConv2d.
+
+std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
+                                                  const GPUDevice& d) {
+  const Tensor& x = c.Input("x");
+  DeviceBuffer dx(x);
+  DeviceBuffer y = DeviceBuffer::Poisoned(x.data.size());
+  const float alpha = static_cast<float>(c.Attr("alpha"));
+  CheckCore(TfcoDeformableConv2d(d.core(), CoreDtype(x.dtype), dx.get<void>(),
+                                 alpha, y.get<void>(), x.NumElements()));
+  return {{"y", y.Download(x.dtype, x.dims)}};
+}
+
 std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
   static const std::map<std::string,
                         std::function<std::map<std::string, Tensor>(
@@ -478,6 +492,7 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
           {"ClipByGlobalNormGrad", RunClip},
           {"CheckNumericsN", RunCheckNumerics},
           {"ZeroOut", RunZeroOut},
+          {"DeformableConv2d", RunDeformableConv2d},
       };
   const auto it = runners.find(c.op);
   if (it == runners.end()) throw std::runtime_error("unknown op " + c.op);

@@ -462,6 +462,26 @@ def zero_out_cases():
     return cases
 
 
+def deformable_conv2d_cases():
+    cases = []
+    for dtype in FLOAT_DTYPES:
+        x = _normal(np.random.default_rng(len(cases)), (3, 2221), dtype)
+        for alpha in (1.0, -0.375):
+            y = _ops.custom_ops_deformable_conv2d(x, alpha=alpha)
+            cases.append(
+                _case(
+                    f"deformable_conv2d/{dtype}/alpha{alpha}",
+                    "DeformableConv2d",
+                    {"alpha": alpha},
+                    {"x": (x, dtype)},
+                    {"y": (y, dtype)},
+                    "exact",
+                    dtype,
+                )
+            )
+    return cases
+
+
 def all_cases():
     with tf.device("/CPU:0"):
         return (
@@ -470,6 +490,7 @@ def all_cases():
             + clip_cases()
             + check_numerics_cases()
             + zero_out_cases()
+            + deformable_conv2d_cases()
         )
 
 
