@@ -87,6 +87,10 @@ class Entry:
     xla_unsupported: for an op that by design fails to compile under XLA, a
       regex of the compile error (xla_test checks it is raised); "" for the
       others, which must compile.
+    second_order_error: for an op whose second-order gradients are not
+      implemented, a regex of the error they raise at run time
+      (cpp_gradients_test checks it is raised, through both gradients); ""
+      for the others, whose second-order gradients are checked numerically.
     """
 
     op: str
@@ -98,3 +102,4 @@ class Entry:
     thread_count_dependent: dict = dataclasses.field(default_factory=dict)
     xla_tolerance: dict = dataclasses.field(default_factory=dict)
     xla_unsupported: str = ""
+    second_order_error: str = ""

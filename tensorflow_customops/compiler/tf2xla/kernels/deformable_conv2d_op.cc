@@ -1,41 +1,31 @@
-// XLA lowering of CustomOps>DeformableConv2d: y = alpha * x in the accumulation
-// type of the regular kernels (DeformableConv2dAccumulator), so it gives their
-// bits.
-
-#include <cmath>
+// CustomOps>DeformableConv2d and its gradient op under XLA: compilation fails
+// with the reason. The HLO lowering (four gathers of the bilinear corners and
+// a DotGeneral forward; scatter-adds and reductions backward) is not written
+// yet, and there is no silent fallback.
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 
 namespace tensorflow {
 namespace customops {
 namespace {
 
-class DeformableConv2dOp : public XlaOpKernel {
+class DeformableConv2dXlaOp : public XlaOpKernel {
  public:
-  explicit DeformableConv2dOp(OpKernelConstruction* context)
-      : XlaOpKernel(context) {
-    OP_REQUIRES_OK(context, context->GetAttr("alpha", &alpha_));
-    OP_REQUIRES(context, std::isfinite(alpha_),
-                errors::InvalidArgument("alpha must be finite, got ", alpha_));
-  }
+  explicit DeformableConv2dXlaOp(OpKernelConstruction* context)
+      : XlaOpKernel(context) {}
 
   void Compile(XlaOpKernelContext* context) override {
-    const xla::PrimitiveType type = context->input_xla_type(0);
-    const xla::PrimitiveType acc = type == xla::F64 ? xla::F64 : xla::F32;
-    const xla::XlaOp y =
-        xla::Mul(xla::ConstantR0WithType(context->builder(), acc, alpha_),
-                 xla::ConvertElementType(context->Input(0), acc));
-    context->SetOutput(0, xla::ConvertElementType(y, type));
+    context->SetStatus(errors::Unimplemented(
+        context->op_kernel().type_string().substr(sizeof("CustomOps>") - 1),
+        " has no XLA lowering yet: call tfco.deform_conv2d outside the "
+        "jit_compile function"));
   }
-
- private:
-  float alpha_;
 };
 
-TFCO_REGISTER_XLA_OP("CustomOps>DeformableConv2d", DeformableConv2dOp);
+TFCO_REGISTER_XLA_OP("CustomOps>DeformableConv2d", DeformableConv2dXlaOp);
+TFCO_REGISTER_XLA_OP("CustomOps>DeformableConv2dGrad", DeformableConv2dXlaOp);
 
 }  // namespace
 }  // namespace customops
