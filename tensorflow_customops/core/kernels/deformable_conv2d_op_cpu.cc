@@ -184,6 +184,51 @@ TFCO_INLINE_INTO_CLONES void Scatter(A* __restrict__ out,
   for (int64_t c = 0; c < n; ++c) out[c * stride] += g[c] * w;
 }
 
+// For a sample whose four corners are on the map, over n channels of stride
+// 1: sums[0], sums[1] += the slopes of each channel's bilinear sum along y
+// and x (torchvision's coordinate weights) times g, sums[2] += its value
+// times g. kLanes interleaved partial sums, added in a fixed order, let the
+// loop vectorise; the order depends on n alone.
+constexpr int kLanes = 16;
+template <typename T, typename A>
+TFCO_INLINE_INTO_CLONES void SlopeSums(const T* __restrict__ in,
+                                       const Sample<A>& s,
+                                       const A* __restrict__ g, int64_t n,
+                                       A* sums) {
+  const T* v0 = in + s.offset[0];
+  const T* v1 = in + s.offset[1];
+  const T* v2 = in + s.offset[2];
+  const T* v3 = in + s.offset[3];
+  const A ly = s.ly, lx = s.lx, hy = A(1) - s.ly, hx = A(1) - s.lx;
+  const A w0 = s.weight[0], w1 = s.weight[1], w2 = s.weight[2],
+          w3 = s.weight[3];
+  A sy[kLanes] = {}, sx[kLanes] = {}, sm[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const A a0 = static_cast<A>(v0[c + l]), a1 = static_cast<A>(v1[c + l]);
+      const A a2 = static_cast<A>(v2[c + l]), a3 = static_cast<A>(v3[c + l]);
+      const A d = g[c + l];
+      sy[l] += (lx * (a3 - a1) + hx * (a2 - a0)) * d;
+      sx[l] += (ly * (a3 - a2) + hy * (a1 - a0)) * d;
+      sm[l] += (w0 * a0 + w1 * a1 + w2 * a2 + w3 * a3) * d;
+    }
+  }
+  for (; c < n; ++c) {
+    const int l = static_cast<int>(c % kLanes);
+    const A a0 = static_cast<A>(v0[c]), a1 = static_cast<A>(v1[c]);
+    const A a2 = static_cast<A>(v2[c]), a3 = static_cast<A>(v3[c]);
+    sy[l] += (lx * (a3 - a1) + hx * (a2 - a0)) * g[c];
+    sx[l] += (ly * (a3 - a2) + hy * (a1 - a0)) * g[c];
+    sm[l] += (w0 * a0 + w1 * a1 + w2 * a2 + w3 * a3) * g[c];
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    sums[0] += sy[l];
+    sums[1] += sx[l];
+    sums[2] += sm[l];
+  }
+}
+
 // Overloads for float and double, preferred to the templates, which they
 // inline once per clone (cpu_simd.h).
 #define DEFINE_CLONED_LOOPS(T)                                              \
@@ -197,6 +242,12 @@ TFCO_INLINE_INTO_CLONES void Scatter(A* __restrict__ out,
                                 const A##T* __restrict__ g, A##T w,         \
                                 int64_t stride, int64_t n) {                \
     Scatter<A##T>(out, g, w, stride, n);                                    \
+  }                                                                         \
+  TFCO_SIMD_CLONES void SlopeSums(const T* __restrict__ in,                 \
+                                  const Sample<A##T>& s,                    \
+                                  const A##T* __restrict__ g, int64_t n,    \
+                                  A##T* sums) {                             \
+    SlopeSums<T, A##T>(in, s, g, n, sums);                                  \
   }
 typedef float Afloat;
 typedef double Adouble;
@@ -506,11 +557,16 @@ void OffsetMaskGrad(const CPUDevice& d, const Sampler<T, A>& sampler,
               if (sample.nan) {
                 sum_y = sum_x = sum_m = std::numeric_limits<A>::quiet_NaN();
               } else if (sample.near) {
+                A sums[3] = {0, 0, 0};
                 for (const Segment& seg : segments) {
                   if (seg.offset_group != g) continue;
                   const A* dc = dcol + (seg.group * count + local) * s.kg +
                                 k * s.cg + (seg.c0 - seg.group * s.cg);
                   const T* in = sampler.Image(image, seg.c0);
+                  if (sample.all_valid() && s.input.c == 1) {
+                    SlopeSums(in, sample, dc, seg.c1 - seg.c0, sums);
+                    continue;
+                  }
                   for (int64_t c = 0; c < seg.c1 - seg.c0; ++c) {
                     const T* v = in + c * s.input.c;
                     const A v0 = sample.valid[0]
@@ -527,20 +583,23 @@ void OffsetMaskGrad(const CPUDevice& d, const Sampler<T, A>& sampler,
                                      : A(0);
                     // torchvision's coordinate weights: the slopes of the
                     // bilinear sum along y and x.
-                    const A slope_y = sample.lx * (v3 - v1) +
-                                      (A(1) - sample.lx) * (v2 - v0);
-                    const A slope_x = sample.ly * (v3 - v2) +
-                                      (A(1) - sample.ly) * (v1 - v0);
-                    sum_y += slope_y * dc[c];
-                    sum_x += slope_x * dc[c];
+                    sums[0] += (sample.lx * (v3 - v1) +
+                                (A(1) - sample.lx) * (v2 - v0)) *
+                               dc[c];
+                    sums[1] += (sample.ly * (v3 - v2) +
+                                (A(1) - sample.ly) * (v1 - v0)) *
+                               dc[c];
                     if (sample.inside) {
-                      const A value =
-                          sample.weight[0] * v0 + sample.weight[1] * v1 +
-                          sample.weight[2] * v2 + sample.weight[3] * v3;
-                      sum_m += value * dc[c];
+                      sums[2] += (sample.weight[0] * v0 + sample.weight[1] * v1 +
+                                  sample.weight[2] * v2 +
+                                  sample.weight[3] * v3) *
+                                 dc[c];
                     }
                   }
                 }
+                sum_y = sums[0];
+                sum_x = sums[1];
+                sum_m = sums[2];
               }
               const int64_t tap = g * s.taps + k;
               go[2 * tap * off.c] = static_cast<T>(m * sum_y);
