@@ -1,20 +1,23 @@
 // The OpKernels of CustomOps>DeformableConv2d and its gradient op, which
 // validate every input and run the kernel core's TfcoDeformableConv2d and
-// TfcoDeformableConv2dGrad (deformable_conv2d_op_cpu.cc).
+// TfcoDeformableConv2dGrad (deformable_conv2d_op_cpu.cc, _gpu.cu.cc).
+
+#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 
 #include <array>
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/util/determinism.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
 
 namespace tensorflow {
 namespace customops {
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
+typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
@@ -51,12 +54,12 @@ Status Validate(OpKernelContext* context, const dc::Attrs& attrs,
         mask_tensor.shape().DebugString());
   }
   TF_RETURN_IF_ERROR(dc::GetGeometry(attrs, input, filter, offset, mask, g));
-  const int64_t column = MultiplyWithoutOverflow(
-      MultiplyWithoutOverflow(g->kh, g->kw), g->c);
+  const int64_t column =
+      MultiplyWithoutOverflow(MultiplyWithoutOverflow(g->kh, g->kw), g->c);
   if (column < 0 || column > kMaxColumn) {
     return errors::InvalidArgument(
-        "DeformableConv2d: input channels * filter taps (", g->c, " * ",
-        g->kh, " * ", g->kw, ") exceeds 2^50");
+        "DeformableConv2d: input channels * filter taps (", g->c, " * ", g->kh,
+        " * ", g->kw, ") exceeds 2^50");
   }
   *args = TfcoDeformConv2dArgs{g->n,
                                g->h,
@@ -95,7 +98,7 @@ Status OutputShape(const dc::Attrs& attrs, const dc::Geometry& g,
 
 }  // namespace
 
-template <typename T>
+template <typename Device, typename T>
 class DeformableConv2dOp : public OpKernel {
  public:
   explicit DeformableConv2dOp(OpKernelConstruction* context)
@@ -112,7 +115,7 @@ class DeformableConv2dOp : public OpKernel {
     Tensor* output = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, shape, &output));
     if (output->NumElements() == 0) return;
-    const CoreDevice device(context, /*on_gpu=*/false);
+    const CoreDevice device(context, OnGpu<Device>());
     OP_REQUIRES_OK(
         context,
         CoreStatus(TfcoDeformableConv2d(
@@ -125,7 +128,7 @@ class DeformableConv2dOp : public OpKernel {
   dc::Attrs attrs_;
 };
 
-template <typename T>
+template <typename Device, typename T>
 class DeformableConv2dGradOp : public OpKernel {
  public:
   explicit DeformableConv2dGradOp(OpKernelConstruction* context)
@@ -141,11 +144,10 @@ class DeformableConv2dGradOp : public OpKernel {
     OP_REQUIRES_OK(context, OutputShape(attrs_, g, &shape));
     const Tensor& grad_output = context->input(4);
     OP_REQUIRES(context, grad_output.shape() == shape,
-                errors::InvalidArgument(
-                    "DeformableConv2d: grad_output ",
-                    grad_output.shape().DebugString(),
-                    " must have the shape of the output, ",
-                    shape.DebugString()));
+                errors::InvalidArgument("DeformableConv2d: grad_output ",
+                                        grad_output.shape().DebugString(),
+                                        " must have the shape of the output, ",
+                                        shape.DebugString()));
     Tensor* grads[4];
     for (int i = 0; i < 4; ++i) {
       OP_REQUIRES_OK(context, context->allocate_output(
@@ -158,7 +160,13 @@ class DeformableConv2dGradOp : public OpKernel {
         0) {
       return;
     }
-    const CoreDevice device(context, /*on_gpu=*/false);
+    // The GPU input gradient adds with atomics, in a varying order.
+    OP_REQUIRES(context, !OnGpu<Device>() || !OpDeterminismRequired(),
+                errors::Unimplemented(
+                    "DeformableConv2dGrad has no deterministic GPU kernel (its "
+                    "input gradient adds with atomics), and op determinism is "
+                    "enabled: run the gradient on the CPU"));
+    const CoreDevice device(context, OnGpu<Device>());
     OP_REQUIRES_OK(
         context,
         CoreStatus(TfcoDeformableConv2dGrad(
@@ -172,17 +180,25 @@ class DeformableConv2dGradOp : public OpKernel {
   dc::Attrs attrs_;
 };
 
-#define REGISTER_CPU(T)                                                     \
-  REGISTER_KERNEL_BUILDER(                                                  \
-      Name("CustomOps>DeformableConv2d").Device(DEVICE_CPU).TypeConstraint<T>( \
-          "T"),                                                             \
-      DeformableConv2dOp<T>);                                               \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad")            \
-                              .Device(DEVICE_CPU)                           \
-                              .TypeConstraint<T>("T"),                      \
-                          DeformableConv2dGradOp<T>);
+#define REGISTER(DEVICE, D, T)                                   \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2d")     \
+                              .Device(DEVICE)                    \
+                              .TypeConstraint<T>("T"),           \
+                          DeformableConv2dOp<D, T>);             \
+  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad") \
+                              .Device(DEVICE)                    \
+                              .TypeConstraint<T>("T"),           \
+                          DeformableConv2dGradOp<D, T>);
+#define REGISTER_CPU(T) REGISTER(DEVICE_CPU, CPUDevice, T)
 TF_CALL_FLOAT_TYPES(REGISTER_CPU);
 #undef REGISTER_CPU
+
+#if GOOGLE_CUDA
+#define REGISTER_GPU(T) REGISTER(DEVICE_GPU, GPUDevice, T)
+TF_CALL_FLOAT_TYPES(REGISTER_GPU);
+#undef REGISTER_GPU
+#endif  // GOOGLE_CUDA
+#undef REGISTER
 
 }  // namespace customops
 }  // namespace tensorflow

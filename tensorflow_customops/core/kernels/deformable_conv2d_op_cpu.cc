@@ -40,10 +40,8 @@ constexpr int64_t kSegmentChannels = 64;
 template <typename A>
 using Buffer = std::vector<A, Eigen::aligned_allocator<A>>;
 
-// Element strides of a 4-D tensor as (image, row, column, channel).
-struct Strides {
-  int64_t n, y, x, c;
-};
+using deform_conv::Sample;
+using deform_conv::Strides;
 
 // The sizes every loop derives from the arguments.
 struct Shape {
@@ -55,15 +53,12 @@ struct Shape {
         kg(a.kh * a.kw * (a.c / a.groups)),
         cog(a.c / a.offset_groups),
         plane(a.ho * a.wo),
-        pixels(a.n * a.ho * a.wo) {
-    input = a.nchw ? Strides{a.c * a.h * a.w, a.w, 1, a.h * a.w}
-                   : Strides{a.h * a.w * a.c, a.w * a.c, a.c, 1};
-  }
+        pixels(a.n * a.ho * a.wo),
+        input(deform_conv::InputStrides(a)) {}
   // (image, pixel, channel) strides of a map of `channels` channels over the
   // output pixels: offset, mask, output.
   Strides Map(int64_t channels) const {
-    return args.nchw ? Strides{channels * plane, 1, 0, plane}
-                     : Strides{plane * channels, channels, 0, 1};
+    return deform_conv::MapStrides(args, channels);
   }
 
   const TfcoDeformConv2dArgs& args;
@@ -87,59 +82,6 @@ std::vector<Segment> Segments(const Shape& s) {
   }
   return segments;
 }
-
-// Where a sample lands and its bilinear corners, as torchvision's kernels
-// read them: corners outside the map count as 0. Coordinates are compared
-// before any conversion to an integer, so NaN and infinite offsets never
-// reach one.
-template <typename A>
-struct Sample {
-  // NaN coordinate: the sample is NaN, its offset and mask gradients are NaN
-  // and the input gets no gradient from it.
-  bool nan;
-  // -1 <= y < H and -1 <= x < W: the corners below are set (the offset
-  // gradient is not zero on row -1 and column -1: vision#6885).
-  bool near;
-  // -1 < y and -1 < x too: the value is the corners' sum (0 otherwise).
-  bool inside;
-  bool valid[4];
-  int64_t offset[4];  // corner (row * in.y + column * in.x)
-  A weight[4];        // bilinear weights of the corners
-  A ly, lx;           // y - floor(y), x - floor(x)
-
-  Sample(A y, A x, int64_t h, int64_t w, const Strides& in) {
-    nan = std::isnan(y) || std::isnan(x);
-    near = !nan && y >= A(-1) && y < static_cast<A>(h) && x >= A(-1) &&
-           x < static_cast<A>(w);
-    inside = near && y > A(-1) && x > A(-1);
-    if (!near) return;
-    const A fy = std::floor(y), fx = std::floor(x);
-    const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
-    ly = y - fy;
-    lx = x - fx;
-    const A hy = A(1) - ly, hx = A(1) - lx;
-    const bool row0 = y0 >= 0, row1 = y0 + 1 < h;
-    const bool col0 = x0 >= 0, col1 = x0 + 1 < w;
-    valid[0] = row0 && col0;
-    valid[1] = row0 && col1;
-    valid[2] = row1 && col0;
-    valid[3] = row1 && col1;
-    offset[0] = y0 * in.y + x0 * in.x;
-    offset[1] = offset[0] + in.x;
-    offset[2] = offset[0] + in.y;
-    offset[3] = offset[2] + in.x;
-    weight[0] = hy * hx;
-    weight[1] = hy * lx;
-    weight[2] = ly * hx;
-    weight[3] = ly * lx;
-    for (int q = 0; q < 4; ++q) {
-      if (!valid[q]) offset[q] = 0;
-    }
-  }
-  bool all_valid() const {
-    return valid[0] && valid[1] && valid[2] && valid[3];
-  }
-};
 
 // out[c] = m * (sum of the valid corners' weight * value) for n channels of
 // stride `stride` from `in`; torchvision's bilinear sum, in its order.
@@ -371,20 +313,8 @@ struct Sampler {
 
   Sample<A> At(int64_t image, int64_t pixel, int64_t row, int64_t col,
                int64_t k, int64_t g, A* m) const {
-    const TfcoDeformConv2dArgs& a = s.args;
-    const int64_t tap = g * s.taps + k;
-    const T* o = offset + image * off.n + pixel * off.y;
-    const A dy = static_cast<A>(o[2 * tap * off.c]);
-    const A dx = static_cast<A>(o[(2 * tap + 1) * off.c]);
-    *m = a.use_mask ? static_cast<A>(
-                          mask[image * msk.n + pixel * msk.y + tap * msk.c])
-                    : A(1);
-    const int64_t base_y =
-        row * a.stride_h - a.pad_top + (k / a.kw) * a.dilation_h;
-    const int64_t base_x =
-        col * a.stride_w - a.pad_left + (k % a.kw) * a.dilation_w;
-    return Sample<A>(static_cast<A>(base_y) + dy, static_cast<A>(base_x) + dx,
-                     a.h, a.w, s.input);
+    return deform_conv::SampleAt<T, A>(s.args, s.input, off, msk, offset, mask,
+                                       image, pixel, row, col, k, g, m);
   }
 
   const T* Image(int64_t image, int64_t c0) const {
@@ -748,7 +678,7 @@ extern "C" TfcoError TfcoDeformableConv2d(const TfcoDevice* device,
                                           const void* offset, const void* mask,
                                           void* output) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, TypeList<>>(
+  return RunKernel<FloatTypes, FloatTypes>(
       "DeformableConv2d", device, dtype, [&](const auto& d, auto t) {
         typedef decltype(t) T;
         functor::DeformableConv2d<std::decay_t<decltype(d)>, T>()(
@@ -764,7 +694,7 @@ extern "C" TfcoError TfcoDeformableConv2dGrad(
     const void* mask, const void* grad_output, void* grad_input,
     void* grad_filter, void* grad_offset, void* grad_mask) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, TypeList<>>(
+  return RunKernel<FloatTypes, FloatTypes>(
       "DeformableConv2dGrad", device, dtype, [&](const auto& d, auto t) {
         typedef decltype(t) T;
         functor::DeformableConv2dGrad<std::decay_t<decltype(d)>, T>()(
