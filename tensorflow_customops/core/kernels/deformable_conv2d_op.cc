@@ -77,7 +77,7 @@ Status Validate(OpKernelContext* context, const dc::Attrs& attrs,
                                g->pad_top,
                                g->pad_left,
                                g->groups,
-                               attrs.offset_groups,
+                               g->offset_groups,
                                attrs.nchw ? 1 : 0,
                                attrs.use_mask ? 1 : 0};
   return OkStatus();

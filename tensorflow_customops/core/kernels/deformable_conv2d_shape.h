@@ -27,7 +27,7 @@ struct Attrs {
   Padding padding;
   // Explicit padding only.
   int64_t pad_top, pad_bottom, pad_left, pad_right;
-  int64_t offset_groups;
+  int64_t offset_groups;  // 0: read from offset's channels
   bool nchw;
   bool use_mask;
 };
@@ -121,9 +121,10 @@ Status GetAttrs(Context* c, Attrs* a) {
   }
   int32_t offset_groups;
   TF_RETURN_IF_ERROR(c->GetAttr("offset_groups", &offset_groups));
-  if (offset_groups < 1) {
+  if (offset_groups < 0) {
     return errors::InvalidArgument(
-        "DeformableConv2d: offset_groups must be positive, got ",
+        "DeformableConv2d: offset_groups must be positive, or 0 to read it "
+        "from offset's channels, got ",
         offset_groups);
   }
   a->offset_groups = offset_groups;
@@ -140,8 +141,8 @@ inline Status OutputSize(int64_t in, int64_t k, int64_t dilation,
                          int64_t* pad_before) {
   const int64_t window = MultiplyWithoutOverflow(k - 1, dilation);
   if (window < 0 || window > (int64_t{1} << 40)) {
-    return errors::InvalidArgument("DeformableConv2d: the dilated filter ",
-                                   dim, " (", k, " taps, dilation ", dilation,
+    return errors::InvalidArgument("DeformableConv2d: the dilated filter ", dim,
+                                   " (", k, " taps, dilation ", dilation,
                                    ") is too large");
   }
   const int64_t effective = window + 1;
@@ -165,7 +166,8 @@ inline Status OutputSize(int64_t in, int64_t k, int64_t dilation,
 
 // Everything the kernels need, from the inputs' dims; -1 where unknown.
 struct Geometry {
-  int64_t n, h, w, c, kh, kw, o, groups, ho, wo, pad_top, pad_left;
+  int64_t n, h, w, c, kh, kw, o, groups, offset_groups, ho, wo, pad_top,
+      pad_left;
 };
 
 inline std::string Dims(const std::array<int64_t, 4>& d) {
@@ -229,11 +231,6 @@ inline Status GetGeometry(const Attrs& a, const std::array<int64_t, 4>& input,
           ") must be a multiple of groups (", g->groups, ")");
     }
   }
-  if (g->c > 0 && g->c % a.offset_groups != 0) {
-    return errors::InvalidArgument("DeformableConv2d: input channels (", g->c,
-                                   ") must be a multiple of offset_groups (",
-                                   a.offset_groups, ")");
-  }
   g->ho = g->wo = -1;
   g->pad_top = a.pad_top;
   g->pad_left = a.pad_left;
@@ -248,16 +245,41 @@ inline Status GetGeometry(const Attrs& a, const std::array<int64_t, 4>& input,
                                   &g->wo, &g->pad_left));
   }
   // offset: [N, Ho, Wo, 2 * offset_groups * kh * kw] (NCHW: channels second).
-  int64_t taps = -1;
+  const auto off = Nhwc(offset, a.nchw);
+  int64_t kernel_taps = -1;
   if (g->kh >= 0 && g->kw >= 0) {
-    taps = MultiplyWithoutOverflow(MultiplyWithoutOverflow(g->kh, g->kw),
-                                   a.offset_groups);
+    kernel_taps = MultiplyWithoutOverflow(g->kh, g->kw);
+    if (kernel_taps < 0 || kernel_taps > (int64_t{1} << 60)) {
+      return errors::InvalidArgument("DeformableConv2d: filter ", Dims(filter),
+                                     " has too many taps");
+    }
+  }
+  g->offset_groups = a.offset_groups;
+  if (g->offset_groups == 0) {
+    g->offset_groups = -1;
+    if (off[3] >= 0 && kernel_taps >= 0) {
+      if (off[3] == 0 || off[3] % (2 * kernel_taps) != 0) {
+        return errors::InvalidArgument(
+            "DeformableConv2d: offset ", Dims(offset),
+            " must have a positive multiple of 2 * kh * kw = ", 2 * kernel_taps,
+            " channels (2 * offset_groups * kh * kw)");
+      }
+      g->offset_groups = off[3] / (2 * kernel_taps);
+    }
+  }
+  if (g->c > 0 && g->offset_groups > 0 && g->c % g->offset_groups != 0) {
+    return errors::InvalidArgument("DeformableConv2d: input channels (", g->c,
+                                   ") must be a multiple of offset_groups (",
+                                   g->offset_groups, ")");
+  }
+  int64_t taps = -1;
+  if (kernel_taps >= 0 && g->offset_groups > 0) {
+    taps = MultiplyWithoutOverflow(kernel_taps, g->offset_groups);
     if (taps < 0 || MultiplyWithoutOverflow(taps, 2) < 0) {
       return errors::InvalidArgument(
           "DeformableConv2d: offset_groups * kernel taps overflows int64");
     }
   }
-  const auto off = Nhwc(offset, a.nchw);
   int64_t offset_channels = taps < 0 ? -1 : 2 * taps;
   TF_RETURN_IF_ERROR(Match(&g->n, off[0], "offset", "images", offset));
   TF_RETURN_IF_ERROR(

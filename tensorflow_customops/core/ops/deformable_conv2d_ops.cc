@@ -106,8 +106,9 @@ explicit_paddings: With EXPLICIT padding, 8 non-negative numbers: before and
   after each dimension, in data_format order (0 for batch and channels).
 dilations: The filter's dilation, in data_format order; 1 for the batch and
   channel dimensions.
-offset_groups: The number of offset groups; divides C. Channel c samples at
-  the offsets of group c / (C / offset_groups).
+offset_groups: The number of offset groups, which divides C (channel c
+  samples at the offsets of group c / (C / offset_groups)); 0 reads it from
+  offset's channels at run time, as torchvision does.
 data_format: NHWC or NCHW, for input, offset, mask and the output.
 use_mask: Whether mask modulates the samples (DCNv2); false: DCNv1.
 )doc";

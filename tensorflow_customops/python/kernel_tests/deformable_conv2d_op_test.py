@@ -307,6 +307,31 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
         got = fn(case.input, case.offset, case.mask)
         self.assertAllClose(got, ref.forward(case), rtol=1e-12, atol=1e-12)
 
+    def test_offset_groups_read_at_run_time(self):
+        """With offset's channels unknown while tracing, the op reads
+        offset_groups from them at run time."""
+        case = ref.make_case(16)
+        spec = tf.TensorSpec([None] * 4, tf.float64)
+        fn = tf.function(
+            lambda x, offset, filt, mask: tfco.deform_conv2d(
+                x, offset, filt, mask=mask, **case.kwargs()
+            ),
+            input_signature=[spec] * 4,
+        )
+        args = (case.input, case.offset, case.filter, case.mask)
+        self.assertAllClose(fn(*args), ref.forward(case), rtol=1e-12, atol=1e-12)
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"offset \[2, 2, 7, 18\] must have a positive multiple of 2 \* kh \* kw",
+        ):
+            fn(case.input, case.offset[..., :18], case.filter, case.mask[..., :9])
+        three_groups = np.concatenate([case.offset, case.offset[..., :12]], -1)
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"input channels \(4\) must be a multiple of offset_groups \(3\)",
+        ):
+            fn(case.input, three_groups, case.filter, case.mask[..., :18])
+
     def test_static_shapes(self):
         x = tf.TensorSpec([3, 9, 10, 4], tf.float32)
         offset = tf.TensorSpec([None, None, None, 18], tf.float32)
@@ -428,8 +453,10 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             raw(x, w, offset, mask, explicit_paddings=[0] * 8)
         with self.assertRaisesRegex(err, "explicit_paddings must be 0 in the batch"):
             raw(x, w, offset, mask, padding="EXPLICIT", explicit_paddings=[1] * 8)
-        with self.assertRaisesRegex(err, "offset_groups must be positive"):
-            raw(x, w, offset, mask, offset_groups=0)
+        with self.assertRaisesRegex(err, "offset_groups must be positive, or 0"):
+            raw(x, w, offset, mask, offset_groups=-1)
+        with self.assertRaisesRegex(err, "must have a positive multiple of 2 \* kh"):
+            raw(x, w, offset[..., :10], mask, offset_groups=0)
         with self.assertRaisesRegex(err, "mask must be empty when use_mask is false"):
             raw(x, w, offset, mask, use_mask=False)
         with self.assertRaisesRegex(err, "mask must have rank 4"):

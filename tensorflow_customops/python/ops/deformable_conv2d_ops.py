@@ -83,15 +83,12 @@ def _tensor(value, name, dtype=None):
 
 
 def _offset_groups(offset, filter, data_format):
-    """offset_groups from offset's channels: 2 * offset_groups * kh * kw."""
+    """offset_groups from offset's channels, 2 * offset_groups * kh * kw; 0
+    (the op reads it at run time) where they are not known statically."""
     channels = offset.shape[1 if data_format == "NCHW" else 3]
     kh, kw = filter.shape[0], filter.shape[1]
     if channels is None or kh is None or kw is None:
-        raise ValueError(
-            "offset's channels and filter's height and width must be known "
-            f"statically (they set offset_groups), got offset {offset.shape}, "
-            f"filter {filter.shape}"
-        )
+        return 0
     if kh * kw == 0 or channels == 0 or channels % (2 * kh * kw):
         raise ValueError(
             f"offset must have 2 * offset_groups * kh * kw channels (kh, kw = {kh}, "
@@ -132,7 +129,8 @@ def deform_conv2d(
         float64.
       offset: [N, Ho, Wo, 2 * offset_groups * kh * kw] (NCHW: channels
         second, torchvision's layout), input's dtype; its channels set
-        offset_groups, which must divide C.
+        offset_groups, which must divide C (read at run time where the
+        channels are not known statically).
       filter: [kh, kw, C / groups, O] as for `tf.nn.conv2d`; groups = C / its
         third dimension.
       bias: None or [O], added to the output.

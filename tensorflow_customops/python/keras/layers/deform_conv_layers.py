@@ -16,7 +16,7 @@ registered as `tfco>DeformConv2D`.
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import deformable_conv2d_ops, roi_ops
+from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library, roi_ops
 
 
 def _padding(padding):
@@ -88,9 +88,9 @@ class DeformConv2D(keras.layers.Layer):
                 "importing keras"
             )
         super().__init__(**kwargs)
-        # DeformableConv2d has no XLA lowering yet: this keeps
-        # compile(jit_compile="auto") off XLA instead of failing to compile.
-        self.supports_jit = False
+        # Without the XLA lowerings, this keeps compile(jit_compile="auto")
+        # off XLA instead of failing to compile.
+        self.supports_jit = load_library.xla_status()[0]
         for name, value in (
             ("filters", filters),
             ("groups", groups),
