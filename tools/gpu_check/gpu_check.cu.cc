@@ -464,17 +464,42 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
 std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
                                                   const GPUDevice& d) {
   TfcoDeformConv2dArgs a;
-  int64_t* fields[] = {&a.n,        &a.h,          &a.w,          &a.c,
-                       &a.kh,       &a.kw,         &a.o,          &a.ho,
-                       &a.wo,       &a.stride_h,   &a.stride_w,   &a.dilation_h,
-                       &a.dilation_w, &a.pad_top,  &a.pad_left,   &a.groups,
+  int64_t* fields[] = {&a.n,
+                       &a.h,
+                       &a.w,
+                       &a.c,
+                       &a.kh,
+                       &a.kw,
+                       &a.o,
+                       &a.ho,
+                       &a.wo,
+                       &a.stride_h,
+                       &a.stride_w,
+                       &a.dilation_h,
+                       &a.dilation_w,
+                       &a.pad_top,
+                       &a.pad_left,
+                       &a.groups,
                        &a.offset_groups};
-  const char* names[] = {"n",          "h",        "w",          "c",
-                         "kh",         "kw",       "o",          "ho",
-                         "wo",         "stride_h", "stride_w",   "dilation_h",
-                         "dilation_w", "pad_top",  "pad_left",   "groups",
+  const char* names[] = {"n",
+                         "h",
+                         "w",
+                         "c",
+                         "kh",
+                         "kw",
+                         "o",
+                         "ho",
+                         "wo",
+                         "stride_h",
+                         "stride_w",
+                         "dilation_h",
+                         "dilation_w",
+                         "pad_top",
+                         "pad_left",
+                         "groups",
                          "offset_groups"};
-  for (int i = 0; i < 17; ++i) *fields[i] = static_cast<int64_t>(c.Attr(names[i]));
+  for (int i = 0; i < 17; ++i)
+    *fields[i] = static_cast<int64_t>(c.Attr(names[i]));
   a.nchw = static_cast<int>(c.Attr("nchw"));
   a.use_mask = static_cast<int>(c.Attr("use_mask"));
   const Tensor& x = c.Input("input");
@@ -488,10 +513,9 @@ std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
   if (c.op == "DeformableConv2d") {
     DeviceBuffer y =
         DeviceBuffer::Poisoned(a.n * a.ho * a.wo * a.o * SizeOf(x.dtype));
-    CheckCore(TfcoDeformableConv2d(d.core(), CoreDtype(x.dtype), &a,
-                                   dx.get<void>(), dfilter.get<void>(),
-                                   doffset.get<void>(), dmask.get<void>(),
-                                   y.get<void>()));
+    CheckCore(TfcoDeformableConv2d(
+        d.core(), CoreDtype(x.dtype), &a, dx.get<void>(), dfilter.get<void>(),
+        doffset.get<void>(), dmask.get<void>(), y.get<void>()));
     d.synchronize();
     return {{"output", y.Download(x.dtype, out_dims)}};
   }

@@ -483,9 +483,11 @@ def deformable_conv2d_cases():
             for data_format in ("NHWC", "NCHW"):
                 rng = np.random.default_rng(len(cases))
 
-                def shaped(channels, height, width, scale=1.0, rng=rng):
+                def shaped(
+                    channels, height, width, scale=1.0, rng=rng, n=n, fmt=data_format
+                ):
                     shape = (n, channels, height, width)
-                    if data_format == "NHWC":
+                    if fmt == "NHWC":
                         shape = (n, height, width, channels)
                     return _normal(rng, shape, "float64") * scale
 
@@ -500,7 +502,11 @@ def deformable_conv2d_cases():
                     if masked
                     else tf.zeros([0], _TF_DTYPES[dtype])
                 )
-                dy = _normal(rng, (n, ho, wo, o) if data_format == "NHWC" else (n, o, ho, wo), dtype)
+                dy = _normal(
+                    rng,
+                    (n, ho, wo, o) if data_format == "NHWC" else (n, o, ho, wo),
+                    dtype,
+                )
                 attrs = {
                     "n": n, "h": h, "w": w, "c": c, "o": o, "kh": kh, "kw": kw,
                     "ho": ho, "wo": wo, "stride_h": s[0], "stride_w": s[1],

@@ -29,16 +29,16 @@ typedef struct TfcoDeformConv2dArgs {
  * (may be NULL) unless use_mask. */
 TFCO_CORE_API TfcoError TfcoDeformableConv2d(
     const TfcoDevice* device, TfcoDtype dtype, const TfcoDeformConv2dArgs* args,
-    const void* input, const void* filter, const void* offset,
-    const void* mask, void* output);
+    const void* input, const void* filter, const void* offset, const void* mask,
+    void* output);
 
 /* The gradients of output with respect to input, filter, offset and mask
  * (written only when use_mask), given grad_output. */
 TFCO_CORE_API TfcoError TfcoDeformableConv2dGrad(
     const TfcoDevice* device, TfcoDtype dtype, const TfcoDeformConv2dArgs* args,
-    const void* input, const void* filter, const void* offset,
-    const void* mask, const void* grad_output, void* grad_input,
-    void* grad_filter, void* grad_offset, void* grad_mask);
+    const void* input, const void* filter, const void* offset, const void* mask,
+    const void* grad_output, void* grad_input, void* grad_filter,
+    void* grad_offset, void* grad_mask);
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -145,7 +145,8 @@ EIGEN_DEVICE_FUNC Sample<A> SampleAt(const TfcoDeformConv2dArgs& a,
   *m = a.use_mask
            ? static_cast<A>(mask[image * msk.n + pixel * msk.y + tap * msk.c])
            : A(1);
-  const int64_t base_y = row * a.stride_h - a.pad_top + (k / a.kw) * a.dilation_h;
+  const int64_t base_y =
+      row * a.stride_h - a.pad_top + (k / a.kw) * a.dilation_h;
   const int64_t base_x =
       col * a.stride_w - a.pad_left + (k % a.kw) * a.dilation_w;
   return Sample<A>(static_cast<A>(base_y) + dy, static_cast<A>(base_x) + dx,

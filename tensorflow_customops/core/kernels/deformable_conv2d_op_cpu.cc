@@ -75,8 +75,9 @@ struct Segment {
 std::vector<Segment> Segments(const Shape& s) {
   std::vector<Segment> segments;
   for (int64_t c0 = 0; c0 < s.args.c;) {
-    const int64_t c1 = std::min({(c0 / s.cog + 1) * s.cog,
-                                 (c0 / s.cg + 1) * s.cg, c0 + kSegmentChannels});
+    const int64_t c1 =
+        std::min({(c0 / s.cog + 1) * s.cog, (c0 / s.cg + 1) * s.cg,
+                  c0 + kSegmentChannels});
     segments.push_back({c0, c1, c0 / s.cog, c0 / s.cg});
     c0 = c1;
   }
@@ -173,23 +174,21 @@ TFCO_INLINE_INTO_CLONES void SlopeSums(const T* __restrict__ in,
 
 // Overloads for float and double, preferred to the templates, which they
 // inline once per clone (cpu_simd.h).
-#define DEFINE_CLONED_LOOPS(T)                                              \
-  TFCO_SIMD_CLONES void FillSamples(A##T* __restrict__ out,                 \
-                                    const T* __restrict__ in,               \
-                                    const Sample<A##T>& s, A##T m,          \
-                                    int64_t stride, int64_t n) {            \
-    FillSamples<T, A##T>(out, in, s, m, stride, n);                         \
-  }                                                                         \
-  TFCO_SIMD_CLONES void Scatter(A##T* __restrict__ out,                     \
-                                const A##T* __restrict__ g, A##T w,         \
-                                int64_t stride, int64_t n) {                \
-    Scatter<A##T>(out, g, w, stride, n);                                    \
-  }                                                                         \
-  TFCO_SIMD_CLONES void SlopeSums(const T* __restrict__ in,                 \
-                                  const Sample<A##T>& s,                    \
-                                  const A##T* __restrict__ g, int64_t n,    \
-                                  A##T* sums) {                             \
-    SlopeSums<T, A##T>(in, s, g, n, sums);                                  \
+#define DEFINE_CLONED_LOOPS(T)                                                 \
+  TFCO_SIMD_CLONES void FillSamples(                                           \
+      A##T* __restrict__ out, const T* __restrict__ in, const Sample<A##T>& s, \
+      A##T m, int64_t stride, int64_t n) {                                     \
+    FillSamples<T, A##T>(out, in, s, m, stride, n);                            \
+  }                                                                            \
+  TFCO_SIMD_CLONES void Scatter(A##T* __restrict__ out,                        \
+                                const A##T* __restrict__ g, A##T w,            \
+                                int64_t stride, int64_t n) {                   \
+    Scatter<A##T>(out, g, w, stride, n);                                       \
+  }                                                                            \
+  TFCO_SIMD_CLONES void SlopeSums(                                             \
+      const T* __restrict__ in, const Sample<A##T>& s,                         \
+      const A##T* __restrict__ g, int64_t n, A##T* sums) {                     \
+    SlopeSums<T, A##T>(in, s, g, n, sums);                                     \
   }
 typedef float Afloat;
 typedef double Adouble;
@@ -212,9 +211,9 @@ class Product {
       if (isa_ != matrix_mul_cpu::Isa::kBaseline) {
         int64_t floats = 0;
         for (const auto& s : shapes) {
-          floats = std::max(floats, matrix_mul_cpu::GemmWorkspaceSize(
-                                        isa_, s[0] != 0, s[1] != 0, s[2],
-                                        s[3], s[4]));
+          floats = std::max(floats,
+                            matrix_mul_cpu::GemmWorkspaceSize(
+                                isa_, s[0] != 0, s[1] != 0, s[2], s[3], s[4]));
         }
         workspace_.reset(new matrix_mul_cpu::Workspace(floats));
         if (floats > 0 && workspace_->data() == nullptr) throw std::bad_alloc();
@@ -222,13 +221,12 @@ class Product {
     }
   }
 
-  void operator()(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                  const A* a, const A* b, A* c) const {
+  void operator()(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A* a,
+                  const A* b, A* c) const {
     if constexpr (std::is_same<A, float>::value) {
       if (isa_ != matrix_mul_cpu::Isa::kBaseline) {
         matrix_mul_cpu::Gemm(
-            isa_, ta, tb, m, n, k, a, b, c, workspace_->data(),
-            d_.numThreads(),
+            isa_, ta, tb, m, n, k, a, b, c, workspace_->data(), d_.numThreads(),
             [this](int64_t units, double cost,
                    const std::function<void(int64_t, int64_t)>& fn) {
               d_.parallelFor(units, Eigen::TensorOpCost(0, 0, cost), fn);
@@ -263,16 +261,17 @@ class Product {
 template <typename T, typename A>
 Buffer<A> PackFilter(const CPUDevice& d, const Shape& s, const T* filter) {
   Buffer<A> packed(s.args.groups * s.kg * s.og);
-  d.parallelFor(
-      s.args.groups * s.kg, Eigen::TensorOpCost(s.og * sizeof(T), 0, s.og),
-      [&](Eigen::Index begin, Eigen::Index end) {
-        for (Eigen::Index r = begin; r < end; ++r) {
-          const int64_t g = r / s.kg, row = r % s.kg;
-          const T* from = filter + row * s.args.o + g * s.og;
-          A* to = packed.data() + r * s.og;
-          for (int64_t o = 0; o < s.og; ++o) to[o] = static_cast<A>(from[o]);
-        }
-      });
+  d.parallelFor(s.args.groups * s.kg,
+                Eigen::TensorOpCost(s.og * sizeof(T), 0, s.og),
+                [&](Eigen::Index begin, Eigen::Index end) {
+                  for (Eigen::Index r = begin; r < end; ++r) {
+                    const int64_t g = r / s.kg, row = r % s.kg;
+                    const T* from = filter + row * s.args.o + g * s.og;
+                    A* to = packed.data() + r * s.og;
+                    for (int64_t o = 0; o < s.og; ++o)
+                      to[o] = static_cast<A>(from[o]);
+                  }
+                });
   return packed;
 }
 
@@ -329,35 +328,35 @@ void Im2Col(const CPUDevice& d, const Sampler<T, A>& sampler,
             const std::vector<Segment>& segments, int64_t p0, int64_t count,
             A* col) {
   const Shape& s = sampler.s;
-  d.parallelFor(
-      count,
-      Eigen::TensorOpCost(4 * s.args.c * s.taps * sizeof(T),
-                          s.args.c * s.taps * sizeof(A),
-                          10.0 * s.args.c * s.taps),
-      [&](Eigen::Index begin, Eigen::Index end) {
-        for (Eigen::Index local = begin; local < end; ++local) {
-          int64_t image, pixel, row, column;
-          sampler.Locate(p0 + local, &image, &pixel, &row, &column);
-          for (int64_t k = 0; k < s.taps; ++k) {
-            for (const Segment& seg : segments) {
-              A m;
-              const Sample<A> sample =
-                  sampler.At(image, pixel, row, column, k, seg.offset_group, &m);
-              A* out = col + (seg.group * count + local) * s.kg + k * s.cg +
-                       (seg.c0 - seg.group * s.cg);
-              const int64_t n = seg.c1 - seg.c0;
-              if (sample.nan) {
-                std::fill(out, out + n, std::numeric_limits<A>::quiet_NaN());
-              } else if (!sample.inside) {
-                std::fill(out, out + n, m * A(0));
-              } else {
-                FillSamples(out, sampler.Image(image, seg.c0), sample, m,
-                            s.input.c, n);
-              }
-            }
-          }
-        }
-      });
+  d.parallelFor(count,
+                Eigen::TensorOpCost(4 * s.args.c * s.taps * sizeof(T),
+                                    s.args.c * s.taps * sizeof(A),
+                                    10.0 * s.args.c * s.taps),
+                [&](Eigen::Index begin, Eigen::Index end) {
+                  for (Eigen::Index local = begin; local < end; ++local) {
+                    int64_t image, pixel, row, column;
+                    sampler.Locate(p0 + local, &image, &pixel, &row, &column);
+                    for (int64_t k = 0; k < s.taps; ++k) {
+                      for (const Segment& seg : segments) {
+                        A m;
+                        const Sample<A> sample = sampler.At(
+                            image, pixel, row, column, k, seg.offset_group, &m);
+                        A* out = col + (seg.group * count + local) * s.kg +
+                                 k * s.cg + (seg.c0 - seg.group * s.cg);
+                        const int64_t n = seg.c1 - seg.c0;
+                        if (sample.nan) {
+                          std::fill(out, out + n,
+                                    std::numeric_limits<A>::quiet_NaN());
+                        } else if (!sample.inside) {
+                          std::fill(out, out + n, m * A(0));
+                        } else {
+                          FillSamples(out, sampler.Image(image, seg.c0), sample,
+                                      m, s.input.c, n);
+                        }
+                      }
+                    }
+                  }
+                });
 }
 
 // Copies [groups][count][O / groups] of A to or from a map of O channels
@@ -366,41 +365,42 @@ template <typename T, typename A>
 void ToMap(const CPUDevice& d, const Shape& s, int64_t p0, int64_t count,
            const A* block, T* map) {
   const Strides out = s.Map(s.args.o);
-  d.parallelFor(count, Eigen::TensorOpCost(s.args.o * sizeof(A),
-                                           s.args.o * sizeof(T), s.args.o),
-                [&](Eigen::Index begin, Eigen::Index end) {
-                  for (Eigen::Index local = begin; local < end; ++local) {
-                    const int64_t p = p0 + local;
-                    T* to = map + (p / s.plane) * out.n + (p % s.plane) * out.y;
-                    for (int64_t g = 0; g < s.args.groups; ++g) {
-                      const A* from = block + (g * count + local) * s.og;
-                      for (int64_t o = 0; o < s.og; ++o) {
-                        to[(g * s.og + o) * out.c] = static_cast<T>(from[o]);
-                      }
-                    }
-                  }
-                });
+  d.parallelFor(
+      count,
+      Eigen::TensorOpCost(s.args.o * sizeof(A), s.args.o * sizeof(T), s.args.o),
+      [&](Eigen::Index begin, Eigen::Index end) {
+        for (Eigen::Index local = begin; local < end; ++local) {
+          const int64_t p = p0 + local;
+          T* to = map + (p / s.plane) * out.n + (p % s.plane) * out.y;
+          for (int64_t g = 0; g < s.args.groups; ++g) {
+            const A* from = block + (g * count + local) * s.og;
+            for (int64_t o = 0; o < s.og; ++o) {
+              to[(g * s.og + o) * out.c] = static_cast<T>(from[o]);
+            }
+          }
+        }
+      });
 }
 
 template <typename T, typename A>
 void FromMap(const CPUDevice& d, const Shape& s, int64_t p0, int64_t count,
              const T* map, A* block) {
   const Strides out = s.Map(s.args.o);
-  d.parallelFor(count, Eigen::TensorOpCost(s.args.o * sizeof(T),
-                                           s.args.o * sizeof(A), s.args.o),
-                [&](Eigen::Index begin, Eigen::Index end) {
-                  for (Eigen::Index local = begin; local < end; ++local) {
-                    const int64_t p = p0 + local;
-                    const T* from =
-                        map + (p / s.plane) * out.n + (p % s.plane) * out.y;
-                    for (int64_t g = 0; g < s.args.groups; ++g) {
-                      A* to = block + (g * count + local) * s.og;
-                      for (int64_t o = 0; o < s.og; ++o) {
-                        to[o] = static_cast<A>(from[(g * s.og + o) * out.c]);
-                      }
-                    }
-                  }
-                });
+  d.parallelFor(
+      count,
+      Eigen::TensorOpCost(s.args.o * sizeof(T), s.args.o * sizeof(A), s.args.o),
+      [&](Eigen::Index begin, Eigen::Index end) {
+        for (Eigen::Index local = begin; local < end; ++local) {
+          const int64_t p = p0 + local;
+          const T* from = map + (p / s.plane) * out.n + (p % s.plane) * out.y;
+          for (int64_t g = 0; g < s.args.groups; ++g) {
+            A* to = block + (g * count + local) * s.og;
+            for (int64_t o = 0; o < s.og; ++o) {
+              to[o] = static_cast<A>(from[(g * s.og + o) * out.c]);
+            }
+          }
+        }
+      });
 }
 
 // The GEMM writes the output (or reads its gradient) in place when the
@@ -422,10 +422,10 @@ void Col2Im(const CPUDevice& d, const Sampler<T, A>& sampler,
   const int64_t units = (last - first + 1) * segments.size();
   d.parallelFor(
       units,
-      Eigen::TensorOpCost(kSegmentChannels * s.taps * sizeof(A),
-                          kSegmentChannels * s.taps * sizeof(A),
-                          10.0 * kSegmentChannels * s.taps *
-                              std::min(count, s.plane)),
+      Eigen::TensorOpCost(
+          kSegmentChannels * s.taps * sizeof(A),
+          kSegmentChannels * s.taps * sizeof(A),
+          10.0 * kSegmentChannels * s.taps * std::min(count, s.plane)),
       [&](Eigen::Index begin, Eigen::Index end) {
         for (Eigen::Index unit = begin; unit < end; ++unit) {
           const int64_t image = first + unit / segments.size();
@@ -439,8 +439,8 @@ void Col2Im(const CPUDevice& d, const Sampler<T, A>& sampler,
             sampler.Locate(p, &unused, &pixel, &row, &column);
             for (int64_t k = 0; k < s.taps; ++k) {
               A m;
-              const Sample<A> sample =
-                  sampler.At(image, pixel, row, column, k, seg.offset_group, &m);
+              const Sample<A> sample = sampler.At(image, pixel, row, column, k,
+                                                  seg.offset_group, &m);
               if (!sample.inside) continue;
               const A* dc = dcol + (seg.group * count + p - p0) * s.kg +
                             k * s.cg + (seg.c0 - seg.group * s.cg);
@@ -520,10 +520,10 @@ void OffsetMaskGrad(const CPUDevice& d, const Sampler<T, A>& sampler,
                                 (A(1) - sample.ly) * (v1 - v0)) *
                                dc[c];
                     if (sample.inside) {
-                      sums[2] += (sample.weight[0] * v0 + sample.weight[1] * v1 +
-                                  sample.weight[2] * v2 +
-                                  sample.weight[3] * v3) *
-                                 dc[c];
+                      sums[2] +=
+                          (sample.weight[0] * v0 + sample.weight[1] * v1 +
+                           sample.weight[2] * v2 + sample.weight[3] * v3) *
+                          dc[c];
                     }
                   }
                 }
@@ -572,12 +572,11 @@ struct DeformableConv2d<CPUDevice, T> {
     for (int64_t p0 = 0; p0 < s.pixels; p0 += block) {
       const int64_t count = std::min(block, s.pixels - p0);
       Im2Col(d, sampler, segments, p0, count, col.data());
-      A* result = direct ? reinterpret_cast<A*>(output) + p0 * args.o
-                         : out.data();
+      A* result =
+          direct ? reinterpret_cast<A*>(output) + p0 * args.o : out.data();
       for (int64_t g = 0; g < args.groups; ++g) {
         product(false, false, count, s.og, s.kg, col.data() + g * count * s.kg,
-                weights.data() + g * s.kg * s.og,
-                result + g * count * s.og);
+                weights.data() + g * s.kg * s.og, result + g * count * s.og);
       }
       if (!direct) ToMap(d, s, p0, count, out.data(), output);
     }
@@ -620,8 +619,8 @@ struct DeformableConv2dGrad<CPUDevice, T> {
     A* dinput = std::is_same<T, A>::value ? reinterpret_cast<A*>(grad_input)
                                           : grad_input_wide.data();
     Fill(d, dinput, input_size, A(0));
-    const Product<A> product(d, {{1, 0, s.kg, s.og, block},
-                                 {0, 1, block, s.kg, s.og}});
+    const Product<A> product(
+        d, {{1, 0, s.kg, s.og, block}, {0, 1, block, s.kg, s.og}});
     for (int64_t p0 = 0; p0 < s.pixels; p0 += block) {
       const int64_t count = std::min(block, s.pixels - p0);
       Im2Col(d, sampler, segments, p0, count, col.data());
@@ -642,8 +641,8 @@ struct DeformableConv2dGrad<CPUDevice, T> {
           typename TTypes<A>::Flat(dweights_block.data(),
                                    dweights_block.size());
       Col2Im(d, sampler, segments, p0, count, dcol.data(), dinput);
-      OffsetMaskGrad(d, sampler, segments, p0, count, dcol.data(),
-                     grad_offset, args.use_mask ? grad_mask : nullptr);
+      OffsetMaskGrad(d, sampler, segments, p0, count, dcol.data(), grad_offset,
+                     args.use_mask ? grad_mask : nullptr);
     }
     if (!std::is_same<T, A>::value) {
       typename TTypes<T>::Flat(grad_input, input_size).device(d) =
@@ -651,19 +650,20 @@ struct DeformableConv2dGrad<CPUDevice, T> {
     }
     // Back to HWIO: row r of group g is filter row r, columns g * O / groups
     // on.
-    d.parallelFor(s.kg, Eigen::TensorOpCost(args.o * sizeof(A),
-                                            args.o * sizeof(T), args.o),
-                  [&](Eigen::Index begin, Eigen::Index end) {
-                    for (Eigen::Index r = begin; r < end; ++r) {
-                      for (int64_t g = 0; g < args.groups; ++g) {
-                        const A* from = dweights.data() + (g * s.kg + r) * s.og;
-                        T* to = grad_filter + r * args.o + g * s.og;
-                        for (int64_t o = 0; o < s.og; ++o) {
-                          to[o] = static_cast<T>(from[o]);
-                        }
-                      }
-                    }
-                  });
+    d.parallelFor(
+        s.kg,
+        Eigen::TensorOpCost(args.o * sizeof(A), args.o * sizeof(T), args.o),
+        [&](Eigen::Index begin, Eigen::Index end) {
+          for (Eigen::Index r = begin; r < end; ++r) {
+            for (int64_t g = 0; g < args.groups; ++g) {
+              const A* from = dweights.data() + (g * s.kg + r) * s.og;
+              T* to = grad_filter + r * args.o + g * s.og;
+              for (int64_t o = 0; o < s.og; ++o) {
+                to[o] = static_cast<T>(from[o]);
+              }
+            }
+          }
+        });
   }
 };
 
@@ -690,9 +690,9 @@ extern "C" TfcoError TfcoDeformableConv2d(const TfcoDevice* device,
 
 extern "C" TfcoError TfcoDeformableConv2dGrad(
     const TfcoDevice* device, TfcoDtype dtype, const TfcoDeformConv2dArgs* args,
-    const void* input, const void* filter, const void* offset,
-    const void* mask, const void* grad_output, void* grad_input,
-    void* grad_filter, void* grad_offset, void* grad_mask) {
+    const void* input, const void* filter, const void* offset, const void* mask,
+    const void* grad_output, void* grad_input, void* grad_filter,
+    void* grad_offset, void* grad_mask) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
   return RunKernel<FloatTypes, FloatTypes>(
       "DeformableConv2dGrad", device, dtype, [&](const auto& d, auto t) {

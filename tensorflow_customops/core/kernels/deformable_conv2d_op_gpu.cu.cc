@@ -47,9 +47,9 @@ Geometry MakeGeometry(const TfcoDeformConv2dArgs& a) {
 }
 
 template <typename T, typename A>
-__device__ Sample<A> SampleOf(const Geometry& g, const T* offset,
-                              const T* mask, int64_t image, int64_t pixel,
-                              int64_t k, int64_t offset_group, A* m) {
+__device__ Sample<A> SampleOf(const Geometry& g, const T* offset, const T* mask,
+                              int64_t image, int64_t pixel, int64_t k,
+                              int64_t offset_group, A* m) {
   return deform_conv::SampleAt<T, A>(g.a, g.in, g.off, g.msk, offset, mask,
                                      image, pixel, pixel / g.a.wo,
                                      pixel % g.a.wo, k, offset_group, m);
@@ -74,7 +74,8 @@ __global__ void ForwardKernel(const Geometry g, const T* __restrict__ input,
   typedef functor::DeformConvAccumulator<T> A;
   const int64_t o = g.a.o;
   for (int64_t i : GpuGridRangeX<int64_t>(g.a.n * g.plane * o)) {
-    const int64_t oc = i % o, pixel = (i / o) % g.plane, image = i / o / g.plane;
+    const int64_t oc = i % o, pixel = (i / o) % g.plane,
+                  image = i / o / g.plane;
     const int64_t group = oc / g.og;
     A acc = A(0);
     for (int64_t k = 0; k < g.taps; ++k) {
@@ -85,7 +86,8 @@ __global__ void ForwardKernel(const Geometry g, const T* __restrict__ input,
         const int64_t c = group * g.cg + ci;
         if (c / g.cog != offset_group) {
           offset_group = c / g.cog;
-          s = SampleOf<T, A>(g, offset, mask, image, pixel, k, offset_group, &m);
+          s = SampleOf<T, A>(g, offset, mask, image, pixel, k, offset_group,
+                             &m);
         }
         const T* in = input + image * g.in.n + c * g.in.c;
         acc += ColumnValue<T, A>(s, in, m) *
@@ -123,8 +125,7 @@ __global__ void InputGradKernel(const Geometry g, const T* __restrict__ filter,
                                 T* __restrict__ grad_input) {
   typedef functor::DeformConvAccumulator<T> A;
   const int64_t c_count = g.a.c;
-  for (int64_t i :
-       GpuGridRangeX<int64_t>(g.a.n * g.plane * g.taps * c_count)) {
+  for (int64_t i : GpuGridRangeX<int64_t>(g.a.n * g.plane * g.taps * c_count)) {
     const int64_t c = i % c_count, k = (i / c_count) % g.taps;
     const int64_t pixel = (i / c_count / g.taps) % g.plane;
     const int64_t image = i / c_count / g.taps / g.plane;
@@ -161,7 +162,8 @@ __global__ void OffsetMaskGradKernel(
     const int64_t pixel = (i / g.taps / groups) % g.plane;
     const int64_t image = i / g.taps / groups / g.plane;
     A m;
-    const Sample<A> s = SampleOf<T, A>(g, offset, mask, image, pixel, k, og, &m);
+    const Sample<A> s =
+        SampleOf<T, A>(g, offset, mask, image, pixel, k, og, &m);
     A sum_y = A(0), sum_x = A(0), sum_m = A(0);
     if (s.nan) {
       sum_y = sum_x = sum_m = Eigen::NumTraits<A>::quiet_NaN();
@@ -172,7 +174,8 @@ __global__ void OffsetMaskGradKernel(
         for (int q = 0; q < 4; ++q) {
           v[q] = s.valid[q] ? static_cast<A>(in[s.offset[q]]) : A(0);
         }
-        const A dc = ColumnGrad<T, A>(g, grad_output, filter, image, pixel, k, c);
+        const A dc =
+            ColumnGrad<T, A>(g, grad_output, filter, image, pixel, k, c);
         sum_y += (s.lx * (v[3] - v[1]) + (A(1) - s.lx) * (v[2] - v[0])) * dc;
         sum_x += (s.ly * (v[3] - v[2]) + (A(1) - s.ly) * (v[1] - v[0])) * dc;
         if (s.inside) {
@@ -213,9 +216,10 @@ __global__ void FilterGradKernel(const Geometry g, const T* __restrict__ input,
         A m;
         const Sample<A> s =
             SampleOf<T, A>(g, offset, mask, image, pixel, k, c / g.cog, &m);
-        acc += ColumnValue<T, A>(s, in, m) *
-               static_cast<A>(grad_output[image * g.out.n + pixel * g.out.y +
-                                          oc * g.out.c]);
+        acc +=
+            ColumnValue<T, A>(s, in, m) *
+            static_cast<A>(
+                grad_output[image * g.out.n + pixel * g.out.y + oc * g.out.c]);
       }
     }
     grad_filter[i] = static_cast<T>(acc);
@@ -265,7 +269,7 @@ struct DeformableConv2dGrad<GPUDevice, T> {
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                         \
+#define DEFINE_GPU_SPEC(T)                        \
   template struct DeformableConv2d<GPUDevice, T>; \
   template struct DeformableConv2dGrad<GPUDevice, T>;
 TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)

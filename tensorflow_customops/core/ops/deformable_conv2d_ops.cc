@@ -36,8 +36,8 @@ Status Dims4(InferenceContext* c, int i, const char* name,
 }
 
 ShapeHandle MakeShape(InferenceContext* c, const std::array<int64_t, 4>& d) {
-  return c->MakeShape({c->MakeDim(d[0]), c->MakeDim(d[1]), c->MakeDim(d[2]),
-                       c->MakeDim(d[3])});
+  return c->MakeShape(
+      {c->MakeDim(d[0]), c->MakeDim(d[1]), c->MakeDim(d[2]), c->MakeDim(d[3])});
 }
 
 // The attrs and geometry from inputs input (0), filter (1), offset (2) and
@@ -79,7 +79,8 @@ Status GradShape(InferenceContext* c) {
   for (int d = 0; d < 4; ++d) {
     if (want[d] >= 0 && grad[d] >= 0 && want[d] != grad[d]) {
       return errors::InvalidArgument("DeformableConv2d: grad_output ",
-                                     dc::Dims(grad), " must have the shape of "
+                                     dc::Dims(grad),
+                                     " must have the shape of "
                                      "the output, ",
                                      dc::Dims(want));
     }
@@ -115,14 +116,14 @@ use_mask: Whether mask modulates the samples (DCNv2); false: DCNv1.
 
 }  // namespace
 
-#define DEFORMABLE_CONV2D_ATTRS                                     \
-  Attr("T: {half, bfloat16, float, double} = DT_FLOAT")             \
-      .Attr("strides: list(int) = [1, 1, 1, 1]")                    \
-      .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'} = 'VALID'")     \
-      .Attr("explicit_paddings: list(int) = []")                    \
-      .Attr("dilations: list(int) = [1, 1, 1, 1]")                  \
-      .Attr("offset_groups: int = 1")                               \
-      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")               \
+#define DEFORMABLE_CONV2D_ATTRS                                 \
+  Attr("T: {half, bfloat16, float, double} = DT_FLOAT")         \
+      .Attr("strides: list(int) = [1, 1, 1, 1]")                \
+      .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'} = 'VALID'") \
+      .Attr("explicit_paddings: list(int) = []")                \
+      .Attr("dilations: list(int) = [1, 1, 1, 1]")              \
+      .Attr("offset_groups: int = 1")                           \
+      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")           \
       .Attr("use_mask: bool = true")
 
 REGISTER_OP("CustomOps>DeformableConv2d")
@@ -131,8 +132,7 @@ REGISTER_OP("CustomOps>DeformableConv2d")
     .Input("offset: T")
     .Input("mask: T")
     .Output("output: T")
-    .DEFORMABLE_CONV2D_ATTRS
-    .SetShapeFn(ForwardShape)
+    .DEFORMABLE_CONV2D_ATTRS.SetShapeFn(ForwardShape)
     .Doc(std::string(R"doc(
 Modulated deformable 2-D convolution (DCNv2), as
 torchvision.ops.deform_conv2d: each filter tap reads the input at its
@@ -155,8 +155,7 @@ REGISTER_OP("CustomOps>DeformableConv2dGrad")
     .Output("grad_filter: T")
     .Output("grad_offset: T")
     .Output("grad_mask: T")
-    .DEFORMABLE_CONV2D_ATTRS
-    .SetShapeFn(GradShape)
+    .DEFORMABLE_CONV2D_ATTRS.SetShapeFn(GradShape)
     .Doc(std::string(R"doc(
 The gradients of DeformableConv2d with respect to its four inputs, as
 torchvision's, given grad_output, the gradient of its output. The offset

@@ -14,8 +14,10 @@ import tensorflow_customops as tfco
 
 
 def _images(n=2, size=9, channels=4, seed=0):
-    return np.random.default_rng(seed).normal(size=(n, size, size, channels)).astype(
-        np.float32
+    return (
+        np.random.default_rng(seed)
+        .normal(size=(n, size, size, channels))
+        .astype(np.float32)
     )
 
 
@@ -104,7 +106,9 @@ class DeformConv2DTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(restored(x), model(x))
 
     def test_errors(self):
-        with self.assertRaisesRegex(ValueError, "filters .* must be a multiple of groups"):
+        with self.assertRaisesRegex(
+            ValueError, "filters .* must be a multiple of groups"
+        ):
             tfco.layers.DeformConv2D(3, 3, groups=2)
         with self.assertRaisesRegex(ValueError, "padding must be 'valid', 'same'"):
             tfco.layers.DeformConv2D(3, 3, padding="full")

@@ -19,7 +19,12 @@ from tensorflow_customops.python.ops import load_library
 _ops = load_library.load_op_library()
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 # Against the float64 reference: half and bfloat16 round their inputs.
-_TOLERANCE = {tf.float16: 2e-2, tf.bfloat16: 1.5e-1, tf.float32: 1e-5, tf.float64: 1e-12}
+_TOLERANCE = {
+    tf.float16: 2e-2,
+    tf.bfloat16: 1.5e-1,
+    tf.float32: 1e-5,
+    tf.float64: 1e-12,
+}
 
 
 def _nchw(a):
@@ -63,7 +68,9 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
         w = tf.constant(rng.normal(size=(3, 2, 4 // groups, 4)))
         pad = config["padding"]
         conv_padding = (
-            pad if isinstance(pad, str) else [[0, 0], [pad[0]] * 2, [pad[1]] * 2, [0, 0]]
+            pad
+            if isinstance(pad, str)
+            else [[0, 0], [pad[0]] * 2, [pad[1]] * 2, [0, 0]]
         )
         want = tf.nn.conv2d(
             x, w, config["strides"], conv_padding, dilations=config["dilations"]
@@ -363,7 +370,9 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_wrapper_errors(self):
         case = ref.make_case(13)
-        x, offset, filt = (tf.constant(a) for a in (case.input, case.offset, case.filter))
+        x, offset, filt = (
+            tf.constant(a) for a in (case.input, case.offset, case.filter)
+        )
         call = tfco.deform_conv2d
         with self.assertRaisesRegex(TypeError, "strides must be an int or a pair"):
             call(x, offset, filt, strides=(1, 2, 3))
@@ -373,7 +382,9 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             call(x, offset, filt, padding="FULL")
         with self.assertRaisesRegex(ValueError, r"padding must be in \[0, 2\*\*31\)"):
             call(x, offset, filt, padding=-1)
-        with self.assertRaisesRegex(TypeError, "padding must be 'SAME', 'VALID', an int"):
+        with self.assertRaisesRegex(
+            TypeError, "padding must be 'SAME', 'VALID', an int"
+        ):
             call(x, offset, filt, padding=(1, 2, 3))
         with self.assertRaisesRegex(ValueError, "data_format must be"):
             call(x, offset, filt, data_format="NWHC")
@@ -455,7 +466,7 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             raw(x, w, offset, mask, padding="EXPLICIT", explicit_paddings=[1] * 8)
         with self.assertRaisesRegex(err, "offset_groups must be positive, or 0"):
             raw(x, w, offset, mask, offset_groups=-1)
-        with self.assertRaisesRegex(err, "must have a positive multiple of 2 \* kh"):
+        with self.assertRaisesRegex(err, r"must have a positive multiple of 2 \* kh"):
             raw(x, w, offset[..., :10], mask, offset_groups=0)
         with self.assertRaisesRegex(err, "mask must be empty when use_mask is false"):
             raw(x, w, offset, mask, use_mask=False)

@@ -147,7 +147,9 @@ def _grad_large_shapes(test):
         tf.zeros([0, HUGE, 1, 1]),
         tf.zeros([0, HUGE, 1, 1]),
     )
-    test.assertEqual([t.shape for t in outputs[:3]], [x.shape, [1, 1, 1, 1], [0, HUGE, 1, 2]])
+    test.assertEqual(
+        [t.shape for t in outputs[:3]], [x.shape, [1, 1, 1, 1], [0, HUGE, 1, 2]]
+    )
     test.assertAllEqual(outputs[1], tf.zeros([1, 1, 1, 1]))
 
     def specs(*shapes):
@@ -208,7 +210,11 @@ def _fuzz(draw, op_def, attrs, rng):
     offset_groups = arrays.small_dim(attrs.get("offset_groups"), 1)
     groups = draw(st.sampled_from([1, 2]))
     c = groups * offset_groups * draw(st.integers(1, 2))
-    n, h, w = (draw(st.integers(0, 2)), draw(st.integers(0, 6)), draw(st.integers(0, 6)))
+    n, h, w = (
+        draw(st.integers(0, 2)),
+        draw(st.integers(0, 6)),
+        draw(st.integers(0, 6)),
+    )
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     o = groups * draw(st.integers(0, 2))
     ho, wo = _output_size(attrs, h, w, kh, kw)
@@ -227,7 +233,9 @@ def _fuzz(draw, op_def, attrs, rng):
             st.sampled_from([np.nan, np.inf, -np.inf, 1e30])
         )
         tags += ("non_finite_offset",)
-    mask_shape = _layout(attrs, n, ho, wo, taps) if attrs.get("use_mask", True) else (0,)
+    mask_shape = (
+        _layout(attrs, n, ho, wo, taps) if attrs.get("use_mask", True) else (0,)
+    )
     inputs = {
         "input": arrays.make_array(rng, dtype, _layout(attrs, n, h, w, c)),
         "filter": arrays.make_array(rng, dtype, (kh, kw, c // groups, o)),

@@ -2,7 +2,6 @@
 `MultiScaleRoIAlign`, `DeformConv2D`."""
 
 from tensorflow_customops.python.keras.layers.deform_conv_layers import DeformConv2D
-
 from tensorflow_customops.python.keras.layers.roi_layers import (
     MultiScaleRoIAlign,
     PSRoIAlign,
@@ -13,4 +12,9 @@ from tensorflow_customops.python.keras.layers.roi_layers import (
 
 __all__ = [
     "DeformConv2D",
-    "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool"]
+    "MultiScaleRoIAlign",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "RoIAlign",
+    "RoIPool",
+]

@@ -99,7 +99,9 @@ class DeformConv2D(keras.layers.Layer):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if filters % groups:
-            raise ValueError(f"filters ({filters}) must be a multiple of groups ({groups})")
+            raise ValueError(
+                f"filters ({filters}) must be a multiple of groups ({groups})"
+            )
         self.filters = filters
         self.kernel_size = roi_ops.check_size(kernel_size, "kernel_size")
         self.strides = roi_ops.check_size(strides, "strides")
@@ -125,7 +127,10 @@ class DeformConv2D(keras.layers.Layer):
 
     def build(self, input_shape):
         channels = self._channels(input_shape)
-        for name, value in (("groups", self.groups), ("offset_groups", self.offset_groups)):
+        for name, value in (
+            ("groups", self.groups),
+            ("offset_groups", self.offset_groups),
+        ):
             if channels % value:
                 raise ValueError(
                     f"input channels ({channels}) must be a multiple of {name} "
