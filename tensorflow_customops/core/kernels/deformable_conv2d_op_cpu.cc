@@ -15,10 +15,10 @@
 // or Product's row loop), so the bits do not depend on the thread count.
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <array>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -105,13 +105,7 @@ TFCO_INLINE_INTO_CLONES void FillSamples(A* __restrict__ out,
     return;
   }
   for (int64_t c = 0; c < n; ++c) {
-    const int64_t o = c * stride;
-    A v = 0;
-    if (s.valid[0]) v += w0 * static_cast<A>(v0[o]);
-    if (s.valid[1]) v += w1 * static_cast<A>(v1[o]);
-    if (s.valid[2]) v += w2 * static_cast<A>(v2[o]);
-    if (s.valid[3]) v += w3 * static_cast<A>(v3[o]);
-    out[c] = m * v;
+    out[c] = m * deform_conv::Bilinear<T, A>(s, in + c * stride);
   }
 }
 

@@ -105,6 +105,13 @@ class DeformConv2DTest(tf.test.TestCase, parameterized.TestCase):
         x = _images(seed=3)
         self.assertAllEqual(restored(x), model(x))
 
+    def test_exported(self):
+        self.assertIn("DeformConv2D", tfco.layers.__all__)
+        self.assertIs(
+            tfco.layers.DeformConv2D,
+            keras.saving.get_registered_object("tfco>DeformConv2D"),
+        )
+
     def test_errors(self):
         with self.assertRaisesRegex(
             ValueError, "filters .* must be a multiple of groups"

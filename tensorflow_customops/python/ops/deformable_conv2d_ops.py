@@ -15,7 +15,7 @@ from tensorflow_customops.python.ops.roi_ops import (
 _ops = load_library.load_op_library()
 
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
-ATTRS = (
+_ATTRS = (
     "strides",
     "padding",
     "explicit_paddings",
@@ -215,7 +215,7 @@ def _bias(bias, dtype):
 def _deformable_conv2d_grad(op, grad):
     """All four gradients come from the gradient op; the mask's is empty
     without use_mask."""
-    attrs = {name: op.get_attr(name) for name in ATTRS}
+    attrs = {name: op.get_attr(name) for name in _ATTRS}
     return list(_ops.custom_ops_deformable_conv2d_grad(*op.inputs, grad, **attrs))
 
 
@@ -227,10 +227,11 @@ SECOND_ORDER_ERROR = (
 
 @tf.RegisterGradient("CustomOps>DeformableConv2dGrad")
 def _deformable_conv2d_grad_grad(op, *grads):
-    """A traced gradient of a function differentiates every output, so this
-    cannot raise while tracing: nothing flowing in gives zeros, anything else
-    fails at run time rather than being taken for zero (XLA drops the
-    check)."""
+    """Second derivatives are not implemented. A traced gradient of a
+    function differentiates every output, so this cannot raise while
+    tracing: nothing flowing in gives no gradient, zeros at run time give
+    zeros, and anything else fails at run time rather than being taken for
+    zero (XLA drops the check)."""
     if all(_known_zero(g) for g in grads):
         return [None] * len(op.inputs)
     nonzero = [tf.reduce_any(tf.not_equal(g, 0)) for g in grads if g is not None]
