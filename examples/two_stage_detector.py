@@ -10,7 +10,10 @@ generated from a seed: nothing is downloaded.
 Proposals are per image, `[N, MAX_PROPOSALS, 4]` padded, with a count per
 image, so Keras can slice and shuffle them together with their images.
 
-    bazel run //examples:two_stage_detector -- --epochs=8
+With `--deformable` (the DCNv2 variant), the backbone's stride-8 convolution
+is a `tfco.layers.DeformConv2D`, which learns where to sample.
+
+    bazel run //examples:two_stage_detector -- --epochs=8 [--deformable]
 """
 
 import argparse
@@ -123,9 +126,10 @@ def synthetic_data(num_images, seed):
     return x, y, weights
 
 
-def build_model(seed=0):
+def build_model(seed=0, deformable=False):
     """Backbone with strides 4 and 8, MultiScaleRoIAlign, and class and box
-    heads per proposal. The heads compute in float32 under mixed precision."""
+    heads per proposal. The heads compute in float32 under mixed precision.
+    With `deformable`, the stride-8 convolution is deformable (DCNv2)."""
     keras.utils.set_random_seed(seed)
     images = keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3), name="images")
     proposals = keras.Input((MAX_PROPOSALS, 4), name="proposals")
@@ -133,7 +137,11 @@ def build_model(seed=0):
     conv = keras.layers.Conv2D
     x = conv(16, 3, strides=2, padding="same", activation="relu")(images)
     stride4 = conv(32, 3, strides=2, padding="same", activation="relu")(x)
-    stride8 = conv(32, 3, strides=2, padding="same", activation="relu")(stride4)
+    if deformable:
+        stride8 = tfco.layers.DeformConv2D(32, 3, strides=2, padding="same")(stride4)
+        stride8 = keras.layers.Activation("relu")(stride8)
+    else:
+        stride8 = conv(32, 3, strides=2, padding="same", activation="relu")(stride4)
     # Objects of 10 to 28 pixels: below 16 from stride 4, above from stride 8.
     pooled = tfco.layers.MultiScaleRoIAlign(
         7,
@@ -225,12 +233,17 @@ def main():
     parser.add_argument("--images", type=int, default=512)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--mixed_precision", action="store_true")
+    parser.add_argument(
+        "--deformable",
+        action="store_true",
+        help="a deformable stride-8 convolution (DCNv2)",
+    )
     args = parser.parse_args()
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     train = synthetic_data(args.images, seed=1)
     test = synthetic_data(args.images // 4, seed=2)
-    model = compile_model(build_model())
+    model = compile_model(build_model(deformable=args.deformable))
     x, y, weights = train
     model.fit(
         x,

@@ -1,4 +1,5 @@
-"""The two-stage detector example: it learns under `fit` with shuffling, trains
+"""The two-stage detector example: it learns under `fit` with shuffling (also
+its DCNv2 variant, with a deformable convolution), trains
 under `mixed_bfloat16`, and its SavedModel reloads in a fresh Python with the
 same outputs, bit for bit."""
 
@@ -56,9 +57,22 @@ class TwoStageDetectorTest(tf.test.TestCase):
         self.assertAllEqual(weights["box_deltas"] > 0, labels > 0)
 
     def test_fit_learns(self):
+        self._check_fit_learns(deformable=False)
+
+    def test_deformable_variant_fit_learns(self):
+        model = self._check_fit_learns(deformable=True)
+        layer = next(
+            layer
+            for layer in model.layers
+            if isinstance(layer, detector.tfco.layers.DeformConv2D)
+        )
+        # The offsets start at zero: training moved them.
+        self.assertGreater(np.abs(layer.offset_kernel.numpy()).max(), 0)
+
+    def _check_fit_learns(self, deformable):
         train = detector.synthetic_data(192, seed=1)
         test = detector.synthetic_data(64, seed=2)
-        model = detector.compile_model(detector.build_model())
+        model = detector.compile_model(detector.build_model(deformable=deformable))
         before = detector.accuracy(model, test)
         history = model.fit(
             detector.dataset(train, batch_size=16, shuffle_seed=3), epochs=4, verbose=0
@@ -69,6 +83,7 @@ class TwoStageDetectorTest(tf.test.TestCase):
         after = detector.accuracy(model, test)
         self.assertGreater(after, 0.75)
         self.assertGreater(after, before + 0.2)
+        return model
 
     def test_mixed_bfloat16(self):
         keras.mixed_precision.set_global_policy("mixed_bfloat16")

@@ -41,6 +41,7 @@ load(
 TFCO_OPS = {
     "check_numerics_n": ["check_numerics_n_op"],
     "clip_by_global_norm": ["clip_by_global_norm_op"],
+    "deformable_conv2d": ["deformable_conv2d_op"],
     "matrix_mul": ["matrix_mul_op"],
     "roi": ["roi_align_op", "roi_pool_op"],
     "zero_out": ["zero_out_op"],

@@ -1,8 +1,10 @@
 """Writes a new op family from the template in tools/op_template/.
 
-    python3 tools/new_op.py NAME [--skip-compat]
+    python3 tools/new_op.py NAME [--function FUNCTION] [--skip-compat]
 
-NAME is snake_case (`scale_by`); the op is `CustomOps>ScaleBy`. The template
+NAME is snake_case (`scale_by`); the op is `CustomOps>ScaleBy`, and the
+Python function `tfco.NAME`, or `tfco.FUNCTION` with --function (a shorter
+public name, say). The template
 is a complete op, y = alpha * x in half, bfloat16, float and double: spec and
 shape function, C++ gradient, functor header, CPU kernel with validation, GPU
 kernel, Python wrapper and gradient, tests, registry entry, GPU check cases
@@ -32,11 +34,12 @@ class ScaffoldError(Exception):
     pass
 
 
-def _names(name):
+def _names(name, function=None):
     return {
         "{{name}}": name,
         "{{Name}}": "".join(part.capitalize() for part in name.split("_")),
         "{{NAME}}": name.upper(),
+        "{{function}}": function or name,
     }
 
 
@@ -93,15 +96,32 @@ def _append(root, relative, line):
     return path
 
 
-def _export(root, name):
+def _export(root, name, function):
+    """Imports `function` from the op's module into the package and adds it
+    to __all__, keeping the list's order where it is sorted."""
     path = os.path.join(root, "tensorflow_customops", "__init__.py")
     text = _insert_before(
         _read(path),
         "from tensorflow_customops.python.platform import build_info as _build_info\n",
-        f"from tensorflow_customops.python.ops.{name}_ops import {name}\n",
+        f"from tensorflow_customops.python.ops.{name}_ops import {function}\n",
         path,
     )
-    text = _insert_before(text, '    "__version__",\n', f'    "{name}",\n', path)
+    match = re.search(r"__all__ = \[\n((?:    .*\n)*)\]", text)
+    if not match:
+        raise ScaffoldError(f"{path}: no __all__ list")
+    entries = match.group(1).splitlines(keepends=True)
+    entry = f'    "{function}",\n'
+    # Insert before the first later name (ignoring the dunders at the end).
+    position = next(
+        (
+            i
+            for i, line in enumerate(entries)
+            if line.strip().startswith('"__') or line > entry
+        ),
+        len(entries),
+    )
+    entries.insert(position, entry)
+    text = text[: match.start(1)] + "".join(entries) + text[match.end(1) :]
     _write(path, text)
     return path
 
@@ -167,12 +187,15 @@ def _format(paths):
         subprocess.run(["clang-format", "-i", *cpp], check=True)
 
 
-def scaffold(root, name):
-    """Writes op `name` into the repository at `root`; returns the paths
-    written or changed."""
+def scaffold(root, name, function=None):
+    """Writes op `name` into the repository at `root`, its Python function
+    named `function` (default: `name`); returns the paths written or
+    changed."""
     if not _NAME.fullmatch(name):
         raise ScaffoldError(f"NAME must be snake_case, got {name!r}")
-    names = _names(name)
+    if function is not None and not _NAME.fullmatch(function):
+        raise ScaffoldError(f"FUNCTION must be snake_case, got {function!r}")
+    names = _names(name, function)
     files = [
         (src, os.path.join(root, dst.replace("NAME", name)))
         for src, dst in _template_files()
@@ -199,7 +222,7 @@ def scaffold(root, name):
             f'tfco_py_test(name = "{name}_op_test")',
         )
     )
-    written.append(_export(root, name))
+    written.append(_export(root, name, names["{{function}}"]))
     written += _add_gpu_check(root, names)
     _format(written)
     return written
@@ -209,13 +232,17 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="the op family, snake_case")
     parser.add_argument(
+        "--function",
+        help="the Python function's name, snake_case (default: NAME)",
+    )
+    parser.add_argument(
         "--skip-compat",
         action="store_true",
         help="do not record the spec history and goldens",
     )
     args = parser.parse_args(argv)
     try:
-        written = scaffold(_ROOT, args.name)
+        written = scaffold(_ROOT, args.name, args.function)
     except ScaffoldError as e:
         sys.exit(f"new_op: {e}")
     for path in written:

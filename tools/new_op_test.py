@@ -89,8 +89,12 @@ class NewOpTest(unittest.TestCase):
         return result.stdout
 
     def test_generated_op_builds_and_passes(self):
-        written = self._run(sys.executable, "tools/new_op.py", _NAME)
+        written = self._run(
+            sys.executable, "tools/new_op.py", _NAME, "--function", "probe"
+        )
         self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}_op.cc", written)
+        with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
+            self.assertIn(f"python.ops.{_NAME}_ops import probe\n", f.read())
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
         # Without the XLA library, whose sources take minutes to compile; the
         # new op's lowering is compiled on its own.

@@ -28,6 +28,7 @@
 
 #include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
@@ -473,6 +474,84 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
   return {{"y", y.Download(x.dtype, x.dims)}};
 }
 
+// --- DeformableConv2d and its gradient: the geometry comes in the attrs.
+
+std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
+                                                  const GPUDevice& d) {
+  TfcoDeformConv2dArgs a;
+  int64_t* fields[] = {&a.n,
+                       &a.h,
+                       &a.w,
+                       &a.c,
+                       &a.kh,
+                       &a.kw,
+                       &a.o,
+                       &a.ho,
+                       &a.wo,
+                       &a.stride_h,
+                       &a.stride_w,
+                       &a.dilation_h,
+                       &a.dilation_w,
+                       &a.pad_top,
+                       &a.pad_left,
+                       &a.groups,
+                       &a.offset_groups};
+  const char* names[] = {"n",
+                         "h",
+                         "w",
+                         "c",
+                         "kh",
+                         "kw",
+                         "o",
+                         "ho",
+                         "wo",
+                         "stride_h",
+                         "stride_w",
+                         "dilation_h",
+                         "dilation_w",
+                         "pad_top",
+                         "pad_left",
+                         "groups",
+                         "offset_groups"};
+  for (int i = 0; i < 17; ++i)
+    *fields[i] = static_cast<int64_t>(c.Attr(names[i]));
+  a.nchw = static_cast<int>(c.Attr("nchw"));
+  a.use_mask = static_cast<int>(c.Attr("use_mask"));
+  const Tensor& x = c.Input("input");
+  const Tensor& filter = c.Input("filter");
+  const Tensor& offset = c.Input("offset");
+  const Tensor& mask = c.Input("mask");
+  DeviceBuffer dx(x), dfilter(filter), doffset(offset), dmask(mask);
+  const std::vector<int64_t> out_dims =
+      a.nchw ? std::vector<int64_t>{a.n, a.o, a.ho, a.wo}
+             : std::vector<int64_t>{a.n, a.ho, a.wo, a.o};
+  if (c.op == "DeformableConv2d") {
+    DeviceBuffer y =
+        DeviceBuffer::Poisoned(a.n * a.ho * a.wo * a.o * SizeOf(x.dtype));
+    CheckCore(TfcoDeformableConv2d(
+        d.core(), CoreDtype(x.dtype), &a, dx.get<void>(), dfilter.get<void>(),
+        doffset.get<void>(), dmask.get<void>(), y.get<void>()));
+    d.synchronize();
+    return {{"output", y.Download(x.dtype, out_dims)}};
+  }
+  DeviceBuffer dy(c.Input("grad_output"));
+  DeviceBuffer gx = DeviceBuffer::Poisoned(x.data.size());
+  DeviceBuffer gfilter = DeviceBuffer::Poisoned(filter.data.size());
+  DeviceBuffer goffset = DeviceBuffer::Poisoned(offset.data.size());
+  DeviceBuffer gmask = DeviceBuffer::Poisoned(mask.data.size());
+  CheckCore(TfcoDeformableConv2dGrad(
+      d.core(), CoreDtype(x.dtype), &a, dx.get<void>(), dfilter.get<void>(),
+      doffset.get<void>(), dmask.get<void>(), dy.get<void>(), gx.get<void>(),
+      gfilter.get<void>(), goffset.get<void>(), gmask.get<void>()));
+  d.synchronize();
+  std::map<std::string, Tensor> out = {
+      {"grad_input", gx.Download(x.dtype, x.dims)},
+      {"grad_filter", gfilter.Download(x.dtype, filter.dims)},
+      {"grad_offset", goffset.Download(x.dtype, offset.dims)}};
+  if (a.use_mask) out["grad_mask"] = gmask.Download(x.dtype, mask.dims);
+  return out;
+}
+
 std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
   static const std::map<std::string,
                         std::function<std::map<std::string, Tensor>(
@@ -494,6 +573,8 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
           {"ClipByGlobalNormGrad", RunClip},
           {"CheckNumericsN", RunCheckNumerics},
           {"ZeroOut", RunZeroOut},
+          {"DeformableConv2d", RunDeformableConv2d},
+          {"DeformableConv2dGrad", RunDeformableConv2d},
       };
   const auto it = runners.find(c.op);
   if (it == runners.end()) throw std::runtime_error("unknown op " + c.op);

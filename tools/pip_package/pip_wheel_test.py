@@ -103,7 +103,7 @@ class PipWheelTest(unittest.TestCase):
             check=False,
         )
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertRegex(result.stdout, r"\n10 passed, 0 failed\n")
+        self.assertRegex(result.stdout, r"\n11 passed, 0 failed\n")
 
     def test_build_info_of_installed_package(self):
         out = self.run_installed(

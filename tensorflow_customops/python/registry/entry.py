@@ -92,6 +92,10 @@ class Entry:
       its HLO lowering, a regex of the compile error (xla_test checks it is
       raised; with xla_custom_call the op compiles where the custom call is
       available); "" for the others, which must compile.
+    second_order_error: for an op whose second-order gradients are not
+      implemented, a regex of the error they raise at run time
+      (cpp_gradients_test checks it is raised, through both gradients); ""
+      for the others, whose second-order gradients are checked numerically.
     """
 
     op: str
@@ -104,3 +108,4 @@ class Entry:
     xla_tolerance: dict = dataclasses.field(default_factory=dict)
     xla_custom_call: bool = False
     xla_unsupported: str = ""
+    second_order_error: str = ""

@@ -1,6 +1,7 @@
 """Keras layers: `tfco.layers.RoIPool`, `RoIAlign`, `PSRoIPool`, `PSRoIAlign`,
-`MultiScaleRoIAlign`."""
+`MultiScaleRoIAlign`, `DeformConv2D`."""
 
+from tensorflow_customops.python.keras.layers.deform_conv_layers import DeformConv2D
 from tensorflow_customops.python.keras.layers.roi_layers import (
     MultiScaleRoIAlign,
     PSRoIAlign,
@@ -9,4 +10,11 @@ from tensorflow_customops.python.keras.layers.roi_layers import (
     RoIPool,
 )
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool"]
+__all__ = [
+    "DeformConv2D",
+    "MultiScaleRoIAlign",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "RoIAlign",
+    "RoIPool",
+]

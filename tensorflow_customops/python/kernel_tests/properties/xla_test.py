@@ -238,6 +238,13 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                 [tf.zeros([1, 4, 4, 6]), tf.constant([[0.0, 0, 0, 2, 2]])],
                 r"features channels \(6\) must be divisible",
             ),
+            (
+                lambda x, o: ops.custom_ops_deformable_conv2d(
+                    x, tf.zeros([3, 3, 2, 2]), o, tf.zeros([0]), use_mask=False
+                ),
+                [tf.zeros([1, 4, 4, 2]), tf.zeros([1, 2, 2, 16])],
+                r"offset \[1, 2, 2, 16\] must have 18 channels",
+            ),
         ]
         for fn, args, message in cases:
             with self.subTest(message=message):
