@@ -23,10 +23,6 @@ namespace {
 
 namespace dc = deform_conv;
 
-// Bound on one output pixel's column, C * kh * kw elements, so that the
-// core's block arithmetic stays far from int64's limit.
-constexpr int64_t kMaxColumn = int64_t{1} << 50;
-
 Status Dims4(const Tensor& t, const char* name, std::array<int64_t, 4>* dims) {
   if (t.dims() != 4) {
     return errors::InvalidArgument("DeformableConv2d: ", name,
@@ -54,33 +50,7 @@ Status Validate(OpKernelContext* context, const dc::Attrs& attrs,
         mask_tensor.shape().DebugString());
   }
   TF_RETURN_IF_ERROR(dc::GetGeometry(attrs, input, filter, offset, mask, g));
-  const int64_t column =
-      MultiplyWithoutOverflow(MultiplyWithoutOverflow(g->kh, g->kw), g->c);
-  if (column < 0 || column > kMaxColumn) {
-    return errors::InvalidArgument(
-        "DeformableConv2d: input channels * filter taps (", g->c, " * ", g->kh,
-        " * ", g->kw, ") exceeds 2^50");
-  }
-  *args = TfcoDeformConv2dArgs{g->n,
-                               g->h,
-                               g->w,
-                               g->c,
-                               g->kh,
-                               g->kw,
-                               g->o,
-                               g->ho,
-                               g->wo,
-                               attrs.stride_h,
-                               attrs.stride_w,
-                               attrs.dilation_h,
-                               attrs.dilation_w,
-                               g->pad_top,
-                               g->pad_left,
-                               g->groups,
-                               g->offset_groups,
-                               attrs.nchw ? 1 : 0,
-                               attrs.use_mask ? 1 : 0};
-  return OkStatus();
+  return dc::CoreArgs(attrs, *g, args);
 }
 
 Status OutputShape(const dc::Attrs& attrs, const dc::Geometry& g,

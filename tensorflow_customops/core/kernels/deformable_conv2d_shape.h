@@ -15,6 +15,7 @@
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/platform/status.h"
 #include "tensorflow/core/util/overflow.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 
 namespace tensorflow {
 namespace customops {
@@ -306,6 +307,43 @@ inline Status GetGeometry(const Attrs& a, const std::array<int64_t, 4>& input,
 inline std::array<int64_t, 4> OutputDims(const Attrs& a, const Geometry& g) {
   return a.nchw ? std::array<int64_t, 4>{g.n, g.o, g.ho, g.wo}
                 : std::array<int64_t, 4>{g.n, g.ho, g.wo, g.o};
+}
+
+// Bound on one output pixel's column, C * kh * kw elements, so that the
+// core's block arithmetic stays far from int64's limit.
+constexpr int64_t kMaxColumn = int64_t{1} << 50;
+
+// The kernel core's arguments of a call whose geometry GetGeometry checked
+// (all dims known), or an error where its column is too long for the core.
+inline Status CoreArgs(const Attrs& attrs, const Geometry& g,
+                       TfcoDeformConv2dArgs* args) {
+  const int64_t column =
+      MultiplyWithoutOverflow(MultiplyWithoutOverflow(g.kh, g.kw), g.c);
+  if (column < 0 || column > kMaxColumn) {
+    return errors::InvalidArgument(
+        "DeformableConv2d: input channels * filter taps (", g.c, " * ", g.kh,
+        " * ", g.kw, ") exceeds 2^50");
+  }
+  *args = TfcoDeformConv2dArgs{g.n,
+                               g.h,
+                               g.w,
+                               g.c,
+                               g.kh,
+                               g.kw,
+                               g.o,
+                               g.ho,
+                               g.wo,
+                               attrs.stride_h,
+                               attrs.stride_w,
+                               attrs.dilation_h,
+                               attrs.dilation_w,
+                               g.pad_top,
+                               g.pad_left,
+                               g.groups,
+                               g.offset_groups,
+                               attrs.nchw ? 1 : 0,
+                               attrs.use_mask ? 1 : 0};
+  return OkStatus();
 }
 
 }  // namespace deform_conv

@@ -1,8 +1,9 @@
-"""CPU benchmark of tfco.deform_conv2d (float32): against torchvision's CPU
-kernel (if importable) and the fastest pure-TensorFlow composition here
-(gather-based bilinear sampling and a matrix product, in tf.function, also
-under jit_compile=True), forward and forward+backward, at 1 and 2 intra-op
-threads; and the peak memory of a forward+backward step of each.
+"""CPU benchmark of tfco.deform_conv2d (float32), also under jit_compile=True:
+against torchvision's CPU kernel (if importable) and the fastest
+pure-TensorFlow composition here (gather-based bilinear sampling and a matrix
+product, in tf.function, also under jit_compile=True), forward and
+forward+backward, at 1 and 2 intra-op threads; and the peak memory of a
+forward+backward step of each.
 
     bazel run //tensorflow_customops/python/benchmarks:deform_conv2d_benchmark \\
         [-- --quick]
@@ -29,7 +30,7 @@ _CASES = {
     "default": (2, 256, 64, 256, 3, 1),  # N, C, H=W, O, k, padding
     "quick": (1, 16, 16, 16, 3, 1),
 }
-_CANDIDATES = ("tfco", "torchvision", "composition", "composition_jit")
+_CANDIDATES = ("tfco", "tfco_jit", "torchvision", "composition", "composition_jit")
 
 
 def _inputs(n, c, size, o, k):
@@ -82,7 +83,7 @@ def _tf_steps(tf, tfco, name, arrays, pad):
     x, offset, mask, filt, dy = (tf.constant(a) for a in arrays)
     inputs = [x, offset, mask, filt]
 
-    if name == "tfco":
+    if name.startswith("tfco"):
 
         def forward(x, offset, mask, filt):
             return tfco.deform_conv2d(x, offset, filt, padding=pad, mask=mask)
@@ -99,7 +100,7 @@ def _tf_steps(tf, tfco, name, arrays, pad):
         return tape.gradient(y, inputs, output_gradients=dy)
 
     if name != "tfco":
-        jit = name == "composition_jit"
+        jit = name.endswith("_jit")
         forward = tf.function(forward, jit_compile=jit)
         step = tf.function(step, jit_compile=jit)
     return (

@@ -259,6 +259,7 @@ def _golden_inputs(with_grad_output):
 _ENTRY_COMMON = dict(
     fuzz_hint=_fuzz,
     xla_tolerance=_XLA_TOLERANCE,
+    xla_custom_call=True,
     second_order_error=deformable_conv2d_ops.SECOND_ORDER_ERROR,
 )
 

@@ -14,6 +14,7 @@
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
@@ -243,16 +244,32 @@ xla::XlaOp Dot(const Call& c, xla::XlaOp lhs, xla::XlaOp rhs,
   return xla::DotGeneral(lhs, rhs, dims, /*precision_config=*/nullptr, c.acc);
 }
 
+// Compiles the call `c` as a custom call where one applies
+// (deformable_conv2d_custom_call.h); true if it did, or if the call is too
+// large for the kernel core (the error is set).
+bool CompiledAsCustomCall(XlaOpKernelContext* context, const Call& c,
+                          const dc::DeformConvCustomCall& custom_call,
+                          bool grad) {
+  TfcoDeformConv2dArgs args;
+  const Status status = dc::CoreArgs(c.attrs, c.g, &args);
+  if (!status.ok()) {
+    context->SetStatus(status);
+    return true;
+  }
+  return custom_call.Compile(context, grad, args, dc::OutputDims(c.attrs, c.g));
+}
+
 class DeformableConv2dXlaOp : public XlaOpKernel {
  public:
   explicit DeformableConv2dXlaOp(OpKernelConstruction* context)
-      : XlaOpKernel(context) {
+      : XlaOpKernel(context), custom_call_(context) {
     OP_REQUIRES_OK(context, dc::GetAttrs(context, &attrs_));
   }
 
   void Compile(XlaOpKernelContext* context) override {
     Call c;
     OP_REQUIRES_OK(context, Prepare(context, attrs_, &c));
+    if (CompiledAsCustomCall(context, c, custom_call_, /*grad=*/false)) return;
     const Samples s =
         MakeSamples(c, c.Nhwc(context->Input(2)),
                     attrs_.use_mask ? c.Nhwc(context->Input(3)) : xla::XlaOp());
@@ -267,12 +284,13 @@ class DeformableConv2dXlaOp : public XlaOpKernel {
 
  private:
   dc::Attrs attrs_;
+  dc::DeformConvCustomCall custom_call_;
 };
 
 class DeformableConv2dGradXlaOp : public XlaOpKernel {
  public:
   explicit DeformableConv2dGradXlaOp(OpKernelConstruction* context)
-      : XlaOpKernel(context) {
+      : XlaOpKernel(context), custom_call_(context) {
     OP_REQUIRES_OK(context, dc::GetAttrs(context, &attrs_));
   }
 
@@ -291,6 +309,7 @@ class DeformableConv2dGradXlaOp : public XlaOpKernel {
         errors::InvalidArgument(
             "DeformableConv2d: grad_output ", grad_shape.DebugString(),
             " must have the shape of the output, ", dc::Dims(out_dims)));
+    if (CompiledAsCustomCall(context, c, custom_call_, /*grad=*/true)) return;
     const std::vector<int64_t> dims5 = c.dims5(), dims6 = c.dims6();
     const Samples s =
         MakeSamples(c, c.Nhwc(context->Input(2)),
@@ -378,6 +397,7 @@ class DeformableConv2dGradXlaOp : public XlaOpKernel {
 
  private:
   dc::Attrs attrs_;
+  dc::DeformConvCustomCall custom_call_;
 };
 
 TFCO_REGISTER_XLA_OP("CustomOps>DeformableConv2d", DeformableConv2dXlaOp);
