@@ -1,9 +1,10 @@
 """CPU benchmark of tfco.deform_conv2d (float32), also under jit_compile=True:
 against torchvision's CPU kernel (if importable) and the fastest
 pure-TensorFlow composition here (gather-based bilinear sampling and a matrix
-product, in tf.function, also under jit_compile=True), forward and
-forward+backward, at 1 and 2 intra-op threads; and the peak memory of a
-forward+backward step of each.
+product), each in a tf.function, also under jit_compile=True, forward and
+forward+backward (the gradients only: graphs drop the forward output), at 1
+and 2 intra-op threads; and the peak memory of a forward+backward step of
+each.
 
     bazel run //tensorflow_customops/python/benchmarks:deform_conv2d_benchmark \\
         [-- --quick]
@@ -99,10 +100,11 @@ def _tf_steps(tf, tfco, name, arrays, pad):
             y = forward(*inputs)
         return tape.gradient(y, inputs, output_gradients=dy)
 
-    if name != "tfco":
-        jit = name.endswith("_jit")
-        forward = tf.function(forward, jit_compile=jit)
-        step = tf.function(step, jit_compile=jit)
+    # Every TensorFlow candidate in a tf.function, so that each step drops
+    # the forward pass it does not return, as graphs and XLA do.
+    jit = name.endswith("_jit")
+    forward = tf.function(forward, jit_compile=jit)
+    step = tf.function(step, jit_compile=jit)
     return (
         lambda: forward(*inputs).numpy(),
         lambda: [g.numpy() for g in step(*inputs)],
