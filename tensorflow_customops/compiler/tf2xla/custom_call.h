@@ -112,6 +112,12 @@ class FfiCoreDevice {
   TfcoDevice device_;
 };
 
+// The kernel core's device of XLA's CUDA stream (a handler's
+// PlatformStream).
+inline TfcoDevice StreamDevice(void* stream) {
+  return TfcoDevice{nullptr, stream};
+}
+
 // The kernel core's name of an FFI element type; false for the others.
 bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype);
 

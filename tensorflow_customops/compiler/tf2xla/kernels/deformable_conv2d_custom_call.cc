@@ -171,7 +171,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
     [](void* stream, ffi::AnyBuffer input, ffi::AnyBuffer filter,
        ffi::AnyBuffer offset, ffi::AnyBuffer mask,
        ffi::Result<ffi::AnyBuffer> output, ffi::Span<const int64_t> ints) {
-      const TfcoDevice device{nullptr, stream};
+      const TfcoDevice device = StreamDevice(stream);
       return Forward(&device, input, filter, offset, mask, *output, ints);
     },
     ForwardBinding(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()));
@@ -184,7 +184,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Result<ffi::AnyBuffer> grad_filter,
        ffi::Result<ffi::AnyBuffer> grad_offset,
        ffi::Result<ffi::AnyBuffer> grad_mask, ffi::Span<const int64_t> ints) {
-      const TfcoDevice device{nullptr, stream};
+      const TfcoDevice device = StreamDevice(stream);
       return Grad(&device, input, filter, offset, mask, grad_output,
                   *grad_input, *grad_filter, *grad_offset, *grad_mask, ints);
     },

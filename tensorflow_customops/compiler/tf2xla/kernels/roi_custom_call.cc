@@ -336,7 +336,21 @@ ffi::Error GpuCall(const TfcoDevice* device, ffi::Span<const int64_t> ints,
                                         rois.typed_data(), checked));
 }
 
-TfcoDevice GpuDevice(void* stream) { return TfcoDevice{nullptr, stream}; }
+// Runs run(device, call, checked) on XLA's stream `stream` once GpuCall has
+// checked the boxes into `checked`.
+template <typename Run>
+ffi::Error OnGpu(void* stream, ffi::Span<const int64_t> ints,
+                 float spatial_scale, ffi::DataType type,
+                 ffi::Buffer<ffi::F32> rois, float* checked, Run run) {
+  const TfcoDevice device = StreamDevice(stream);
+  HandlerCall call;
+  if (ffi::Error e =
+          GpuCall(&device, ints, spatial_scale, type, rois, checked, &call);
+      e.failure()) {
+    return e;
+  }
+  return run(&device, call, static_cast<const float*>(checked));
+}
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiForwardGpuHandler,
@@ -344,16 +358,13 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> pooled,
        ffi::Result<ffi::Buffer<ffi::F32>> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      const TfcoDevice device = GpuDevice(stream);
-      HandlerCall call;
-      if (ffi::Error e =
-              GpuCall(&device, ints, spatial_scale, features.element_type(),
-                      rois, checked->typed_data(), &call);
-          e.failure()) {
-        return e;
-      }
-      return RunForward(&device, call, features, checked->typed_data(), *pooled,
-                        nullptr);
+      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
+                   checked->typed_data(),
+                   [&](const TfcoDevice* d, const HandlerCall& call,
+                       const float* boxes) {
+                     return RunForward(d, call, features, boxes, *pooled,
+                                       nullptr);
+                   });
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::PlatformStream<void*>>()
@@ -370,16 +381,14 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Result<ffi::AnyBuffer> argmax,
        ffi::Result<ffi::Buffer<ffi::F32>> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      const TfcoDevice device = GpuDevice(stream);
-      HandlerCall call;
-      if (ffi::Error e =
-              GpuCall(&device, ints, spatial_scale, features.element_type(),
-                      rois, checked->typed_data(), &call);
-          e.failure()) {
-        return e;
-      }
-      return RunForward(&device, call, features, checked->typed_data(), *pooled,
-                        static_cast<int32_t*>(argmax->untyped_data()));
+      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
+                   checked->typed_data(),
+                   [&](const TfcoDevice* d, const HandlerCall& call,
+                       const float* boxes) {
+                     return RunForward(
+                         d, call, features, boxes, *pooled,
+                         static_cast<int32_t*>(argmax->untyped_data()));
+                   });
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::PlatformStream<void*>>()
@@ -396,16 +405,13 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> grad_features,
        ffi::Result<ffi::Buffer<ffi::F32>> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      const TfcoDevice device = GpuDevice(stream);
-      HandlerCall call;
-      if (ffi::Error e =
-              GpuCall(&device, ints, spatial_scale, grads.element_type(), rois,
-                      checked->typed_data(), &call);
-          e.failure()) {
-        return e;
-      }
-      return RunGrad(&device, call, grads, checked->typed_data(), nullptr,
-                     *grad_features);
+      return OnGpu(stream, ints, spatial_scale, grads.element_type(), rois,
+                   checked->typed_data(),
+                   [&](const TfcoDevice* d, const HandlerCall& call,
+                       const float* boxes) {
+                     return RunGrad(d, call, grads, boxes, nullptr,
+                                    *grad_features);
+                   });
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::PlatformStream<void*>>()
@@ -423,17 +429,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Result<ffi::AnyBuffer> grad_features,
        ffi::Result<ffi::Buffer<ffi::F32>> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      const TfcoDevice device = GpuDevice(stream);
-      HandlerCall call;
-      if (ffi::Error e =
-              GpuCall(&device, ints, spatial_scale, grads.element_type(), rois,
-                      checked->typed_data(), &call);
-          e.failure()) {
-        return e;
-      }
-      return RunGrad(&device, call, grads, checked->typed_data(),
-                     static_cast<const int32_t*>(argmax.untyped_data()),
-                     *grad_features);
+      return OnGpu(stream, ints, spatial_scale, grads.element_type(), rois,
+                   checked->typed_data(),
+                   [&](const TfcoDevice* d, const HandlerCall& call,
+                       const float* boxes) {
+                     return RunGrad(
+                         d, call, grads, boxes,
+                         static_cast<const int32_t*>(argmax.untyped_data()),
+                         *grad_features);
+                   });
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::PlatformStream<void*>>()
@@ -451,16 +455,13 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
        ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
        ffi::Result<ffi::Buffer<ffi::F32>> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      const TfcoDevice device = GpuDevice(stream);
-      HandlerCall call;
-      if (ffi::Error e =
-              GpuCall(&device, ints, spatial_scale, features.element_type(),
-                      rois, checked->typed_data(), &call);
-          e.failure()) {
-        return e;
-      }
-      return RunGradBoxes(&device, call, grads, features, checked->typed_data(),
-                          grad_rois->typed_data());
+      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
+                   checked->typed_data(),
+                   [&](const TfcoDevice* d, const HandlerCall& call,
+                       const float* boxes) {
+                     return RunGradBoxes(d, call, grads, features, boxes,
+                                         grad_rois->typed_data());
+                   });
     },
     WithAttributes(ffi::Ffi::Bind()
                        .Ctx<ffi::PlatformStream<void*>>()
