@@ -225,13 +225,55 @@ ffi::Error HostGradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
                       out);
 }
 
-// The bindings: every handler takes the operands of EmitCustomCall (the
-// boxes' count last), its results and the attributes of Attributes().
+// Last in every handler's binding: the attributes of Attributes().
 template <typename Binding>
 auto WithAttributes(Binding binding) {
   return std::move(binding)
       .template Attr<ffi::Span<const int64_t>>("ints")
       .template Attr<float>("spatial_scale");
+}
+
+// What every handler of a target takes after its context (the thread pool
+// on the host, XLA's stream on CUDA): the operands of EmitCustomCall, the
+// boxes' count last, and its results. TensorOperands serves the forward ops
+// and feature gradients of every kind but RoiPool (one tensor and the boxes).
+template <typename Binding>
+auto TensorOperands(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::BufferR0<ffi::S32>>()
+      .template Ret<ffi::AnyBuffer>();
+}
+
+template <typename Binding>
+auto PoolForwardOperands(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::BufferR0<ffi::S32>>()
+      .template Ret<ffi::AnyBuffer>()
+      .template Ret<ffi::AnyBuffer>();
+}
+
+template <typename Binding>
+auto PoolGradOperands(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::BufferR0<ffi::S32>>()
+      .template Ret<ffi::AnyBuffer>();
+}
+
+template <typename Binding>
+auto GradBoxesOperands(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::BufferR0<ffi::S32>>()
+      .template Ret<ffi::Buffer<ffi::F32>>();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
@@ -243,12 +285,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          nullptr, ints, spatial_scale);
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::ThreadPool>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()));
+    WithAttributes(TensorOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolForwardHandler,
@@ -259,13 +296,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          &*argmax, ints, spatial_scale);
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::ThreadPool>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::AnyBuffer>()));
+    WithAttributes(
+        PoolForwardOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradHandler,
@@ -275,12 +307,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostGrad(pool, grads, rois, nullptr, *count.typed_data(),
                       *grad_features, ints, spatial_scale);
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::ThreadPool>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()));
+    WithAttributes(TensorOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolGradHandler,
@@ -291,23 +318,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostGrad(pool, grads, rois, &argmax, *count.typed_data(),
                       *grad_features, ints, spatial_scale);
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::ThreadPool>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()));
+    WithAttributes(PoolGradOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradBoxesHandler, HostGradBoxes,
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::ThreadPool>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(GradBoxesOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 TFCO_REGISTER_CPU_FFI_HANDLER(kForward, TfcoRoiForwardHandler);
 TFCO_REGISTER_CPU_FFI_HANDLER(kPoolForward, TfcoRoiPoolForwardHandler);
@@ -316,6 +331,13 @@ TFCO_REGISTER_CPU_FFI_HANDLER(kPoolGrad, TfcoRoiPoolGradHandler);
 TFCO_REGISTER_CPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesHandler);
 
 #if TFCO_CUDA
+
+// The GPU handlers' further result: their scratch, the checked boxes
+// (GpuCall).
+template <typename Binding>
+auto WithScratch(Binding binding) {
+  return std::move(binding).template Ret<ffi::Buffer<ffi::F32>>();
+}
 
 // On a GPU the boxes live in device memory, where a handler can neither
 // raise on them nor read them without waiting for the stream: they are
@@ -366,13 +388,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                                        nullptr);
                    });
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::PlatformStream<void*>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(WithScratch(
+        TensorOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolForwardGpuHandler,
@@ -390,14 +407,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                          static_cast<int32_t*>(argmax->untyped_data()));
                    });
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::PlatformStream<void*>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(WithScratch(PoolForwardOperands(
+        ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradGpuHandler,
@@ -413,13 +424,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                                     *grad_features);
                    });
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::PlatformStream<void*>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(WithScratch(
+        TensorOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 // The GPU kernel skips argmax entries that are not a pixel of the map.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
@@ -439,14 +445,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                          *grad_features);
                    });
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::PlatformStream<void*>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::AnyBuffer>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(WithScratch(
+        PoolGradOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradBoxesGpuHandler,
@@ -463,14 +463,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                                          grad_rois->typed_data());
                    });
     },
-    WithAttributes(ffi::Ffi::Bind()
-                       .Ctx<ffi::PlatformStream<void*>>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::AnyBuffer>()
-                       .Arg<ffi::Buffer<ffi::F32>>()
-                       .Arg<ffi::BufferR0<ffi::S32>>()
-                       .Ret<ffi::Buffer<ffi::F32>>()
-                       .Ret<ffi::Buffer<ffi::F32>>()));
+    WithAttributes(WithScratch(GradBoxesOperands(
+        ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 TFCO_REGISTER_GPU_FFI_HANDLER(kForward, TfcoRoiForwardGpuHandler);
 TFCO_REGISTER_GPU_FFI_HANDLER(kPoolForward, TfcoRoiPoolForwardGpuHandler);
