@@ -35,8 +35,8 @@ Status Dims4(const Tensor& t, const char* name, std::array<int64_t, 4>* dims) {
 
 // Checks inputs 0 to 3 (input, filter, offset, mask) and fills the core's
 // arguments.
-Status Validate(OpKernelContext* context, const dc::Attrs& attrs,
-                dc::Geometry* g, TfcoDeformConv2dArgs* args) {
+Status CheckInputs(OpKernelContext* context, const dc::Attrs& attrs,
+                   dc::Geometry* g, TfcoDeformConv2dArgs* args) {
   std::array<int64_t, 4> input, filter, offset, mask{-1, -1, -1, -1};
   TF_RETURN_IF_ERROR(Dims4(context->input(0), "input", &input));
   TF_RETURN_IF_ERROR(Dims4(context->input(1), "filter", &filter));
@@ -66,6 +66,15 @@ Status OutputShape(const dc::Attrs& attrs, const dc::Geometry& g,
   return OkStatus();
 }
 
+// What both kernels check first: the inputs, with the core's arguments and
+// the output's shape.
+Status Validate(OpKernelContext* context, const dc::Attrs& attrs,
+                TfcoDeformConv2dArgs* args, TensorShape* output_shape) {
+  dc::Geometry g;
+  TF_RETURN_IF_ERROR(CheckInputs(context, attrs, &g, args));
+  return OutputShape(attrs, g, output_shape);
+}
+
 }  // namespace
 
 template <typename Device, typename T>
@@ -77,11 +86,9 @@ class DeformableConv2dOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    dc::Geometry g;
     TfcoDeformConv2dArgs args;
-    OP_REQUIRES_OK(context, Validate(context, attrs_, &g, &args));
     TensorShape shape;
-    OP_REQUIRES_OK(context, OutputShape(attrs_, g, &shape));
+    OP_REQUIRES_OK(context, Validate(context, attrs_, &args, &shape));
     Tensor* output = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, shape, &output));
     if (output->NumElements() == 0) return;
@@ -107,11 +114,9 @@ class DeformableConv2dGradOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    dc::Geometry g;
     TfcoDeformConv2dArgs args;
-    OP_REQUIRES_OK(context, Validate(context, attrs_, &g, &args));
     TensorShape shape;
-    OP_REQUIRES_OK(context, OutputShape(attrs_, g, &shape));
+    OP_REQUIRES_OK(context, Validate(context, attrs_, &args, &shape));
     const Tensor& grad_output = context->input(4);
     OP_REQUIRES(context, grad_output.shape() == shape,
                 errors::InvalidArgument("DeformableConv2d: grad_output ",
