@@ -7,9 +7,11 @@
 //   gpu_check CASES [--outputs FILE]   one line per case, then
 //                                      "N passed, N failed"; exit 1 on failure
 //   gpu_check --bench CASES [--repeats N]
-//                                      times the RoI cases of CASES (forward,
-//                                      and forward+backward when they carry
-//                                      "grads"), one JSON object per line
+//                                      times the RoI and DeformableConv2d
+//                                      cases of CASES (forward, and
+//                                      forward+backward when they carry
+//                                      "grads" or "grad_output"), one JSON
+//                                      object per line
 //
 // Without a CUDA device it says so and exits with status 3.
 
@@ -476,80 +478,112 @@ std::map<std::string, Tensor> RunZeroOut(const Case& c, const GPUDevice& d) {
 
 // --- DeformableConv2d and its gradient: the geometry comes in the attrs.
 
-std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
-                                                  const GPUDevice& d) {
+TfcoDeformConv2dArgs DeformArgs(const Case& c) {
   TfcoDeformConv2dArgs a;
-  int64_t* fields[] = {&a.n,
-                       &a.h,
-                       &a.w,
-                       &a.c,
-                       &a.kh,
-                       &a.kw,
-                       &a.o,
-                       &a.ho,
-                       &a.wo,
-                       &a.stride_h,
-                       &a.stride_w,
-                       &a.dilation_h,
-                       &a.dilation_w,
-                       &a.pad_top,
-                       &a.pad_left,
-                       &a.groups,
-                       &a.offset_groups};
-  const char* names[] = {"n",
-                         "h",
-                         "w",
-                         "c",
-                         "kh",
-                         "kw",
-                         "o",
-                         "ho",
-                         "wo",
-                         "stride_h",
-                         "stride_w",
-                         "dilation_h",
-                         "dilation_w",
-                         "pad_top",
-                         "pad_left",
-                         "groups",
-                         "offset_groups"};
-  for (int i = 0; i < 17; ++i)
-    *fields[i] = static_cast<int64_t>(c.Attr(names[i]));
+  const std::pair<int64_t*, const char*> fields[] = {
+      {&a.n, "n"},
+      {&a.h, "h"},
+      {&a.w, "w"},
+      {&a.c, "c"},
+      {&a.kh, "kh"},
+      {&a.kw, "kw"},
+      {&a.o, "o"},
+      {&a.ho, "ho"},
+      {&a.wo, "wo"},
+      {&a.stride_h, "stride_h"},
+      {&a.stride_w, "stride_w"},
+      {&a.dilation_h, "dilation_h"},
+      {&a.dilation_w, "dilation_w"},
+      {&a.pad_top, "pad_top"},
+      {&a.pad_left, "pad_left"},
+      {&a.groups, "groups"},
+      {&a.offset_groups, "offset_groups"}};
+  for (const auto& [field, name] : fields) {
+    *field = static_cast<int64_t>(c.Attr(name));
+  }
   a.nchw = static_cast<int>(c.Attr("nchw"));
   a.use_mask = static_cast<int>(c.Attr("use_mask"));
-  const Tensor& x = c.Input("input");
-  const Tensor& filter = c.Input("filter");
-  const Tensor& offset = c.Input("offset");
-  const Tensor& mask = c.Input("mask");
-  DeviceBuffer dx(x), dfilter(filter), doffset(offset), dmask(mask);
-  const std::vector<int64_t> out_dims =
-      a.nchw ? std::vector<int64_t>{a.n, a.o, a.ho, a.wo}
-             : std::vector<int64_t>{a.n, a.ho, a.wo, a.o};
-  if (c.op == "DeformableConv2d") {
-    DeviceBuffer y =
-        DeviceBuffer::Poisoned(a.n * a.ho * a.wo * a.o * SizeOf(x.dtype));
-    CheckCore(TfcoDeformableConv2d(
-        d.core(), CoreDtype(x.dtype), &a, dx.get<void>(), dfilter.get<void>(),
-        doffset.get<void>(), dmask.get<void>(), y.get<void>()));
-    d.synchronize();
-    return {{"output", y.Download(x.dtype, out_dims)}};
+  return a;
+}
+
+// Device copies of a DeformableConv2d case's tensors and the calls of its two
+// kernels. Shared by the check and the benchmark.
+class DeformRunner {
+ public:
+  DeformRunner(const Case& c, const GPUDevice& d)
+      : case_(c),
+        d_(d),
+        a_(DeformArgs(c)),
+        dtype_(c.Input("input").dtype),
+        x_(c.Input("input")),
+        filter_(c.Input("filter")),
+        offset_(c.Input("offset")),
+        mask_(c.Input("mask")),
+        y_(DeviceBuffer::Poisoned(a_.n * a_.ho * a_.wo * a_.o *
+                                  SizeOf(dtype_))),
+        gx_(DeviceBuffer::Poisoned(c.Input("input").data.size())),
+        gfilter_(DeviceBuffer::Poisoned(c.Input("filter").data.size())),
+        goffset_(DeviceBuffer::Poisoned(c.Input("offset").data.size())),
+        gmask_(DeviceBuffer::Poisoned(c.Input("mask").data.size())) {
+    const auto dy = c.inputs.find("grad_output");
+    if (dy != c.inputs.end()) dy_.reset(new DeviceBuffer(dy->second));
   }
-  DeviceBuffer dy(c.Input("grad_output"));
-  DeviceBuffer gx = DeviceBuffer::Poisoned(x.data.size());
-  DeviceBuffer gfilter = DeviceBuffer::Poisoned(filter.data.size());
-  DeviceBuffer goffset = DeviceBuffer::Poisoned(offset.data.size());
-  DeviceBuffer gmask = DeviceBuffer::Poisoned(mask.data.size());
-  CheckCore(TfcoDeformableConv2dGrad(
-      d.core(), CoreDtype(x.dtype), &a, dx.get<void>(), dfilter.get<void>(),
-      doffset.get<void>(), dmask.get<void>(), dy.get<void>(), gx.get<void>(),
-      gfilter.get<void>(), goffset.get<void>(), gmask.get<void>()));
+
+  bool has_grads() const { return dy_ != nullptr; }
+
+  void Forward() {
+    CheckCore(TfcoDeformableConv2d(d_.core(), CoreDtype(dtype_), &a_,
+                                   x_.get<void>(), filter_.get<void>(),
+                                   offset_.get<void>(), mask_.get<void>(),
+                                   y_.get<void>()));
+  }
+  void Backward() {
+    if (!dy_) throw std::runtime_error(case_.name + ": no grad_output input");
+    CheckCore(TfcoDeformableConv2dGrad(
+        d_.core(), CoreDtype(dtype_), &a_, x_.get<void>(), filter_.get<void>(),
+        offset_.get<void>(), mask_.get<void>(), dy_->get<void>(),
+        gx_.get<void>(), gfilter_.get<void>(), goffset_.get<void>(),
+        gmask_.get<void>()));
+  }
+
+  std::map<std::string, Tensor> Outputs() const {
+    if (case_.op == "DeformableConv2d") {
+      const std::vector<int64_t> dims =
+          a_.nchw ? std::vector<int64_t>{a_.n, a_.o, a_.ho, a_.wo}
+                  : std::vector<int64_t>{a_.n, a_.ho, a_.wo, a_.o};
+      return {{"output", y_.Download(dtype_, dims)}};
+    }
+    std::map<std::string, Tensor> out = {
+        {"grad_input", gx_.Download(dtype_, case_.Input("input").dims)},
+        {"grad_filter", gfilter_.Download(dtype_, case_.Input("filter").dims)},
+        {"grad_offset",
+         goffset_.Download(dtype_, case_.Input("offset").dims)}};
+    if (a_.use_mask) {
+      out["grad_mask"] = gmask_.Download(dtype_, case_.Input("mask").dims);
+    }
+    return out;
+  }
+
+ private:
+  const Case& case_;
+  const GPUDevice& d_;
+  TfcoDeformConv2dArgs a_;
+  DType dtype_;
+  DeviceBuffer x_, filter_, offset_, mask_, y_, gx_, gfilter_, goffset_,
+      gmask_;
+  std::unique_ptr<DeviceBuffer> dy_;
+};
+
+std::map<std::string, Tensor> RunDeformableConv2d(const Case& c,
+                                                  const GPUDevice& d) {
+  DeformRunner runner(c, d);
+  if (c.op == "DeformableConv2d") {
+    runner.Forward();
+  } else {
+    runner.Backward();
+  }
   d.synchronize();
-  std::map<std::string, Tensor> out = {
-      {"grad_input", gx.Download(x.dtype, x.dims)},
-      {"grad_filter", gfilter.Download(x.dtype, filter.dims)},
-      {"grad_offset", goffset.Download(x.dtype, offset.dims)}};
-  if (a.use_mask) out["grad_mask"] = gmask.Download(x.dtype, mask.dims);
-  return out;
+  return runner.Outputs();
 }
 
 std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
@@ -584,7 +618,8 @@ std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {
   return outputs;
 }
 
-// --- Benchmark: median milliseconds of the RoI kernels, timed with events.
+// --- Benchmark: median milliseconds of the RoI and DeformableConv2d kernels,
+// timed with events.
 
 double MedianMs(const GPUDevice& d, int repeats,
                 const std::function<void()>& step) {
@@ -608,20 +643,30 @@ double MedianMs(const GPUDevice& d, int repeats,
   return times[times.size() / 2];
 }
 
+// One JSON line: the median forward time, and forward+backward when the case
+// carries the backward's input.
+template <typename Runner>
+std::string BenchCase(const Case& c, int repeats, const GPUDevice& d) {
+  Runner runner(c, d);
+  std::ostringstream line;
+  line << "{\"case\": \"" << c.name << "\", \"fwd_ms\": "
+       << MedianMs(d, repeats, [&] { runner.Forward(); });
+  if (runner.has_grads()) {
+    line << ", \"fwd_bwd_ms\": " << MedianMs(d, repeats, [&] {
+      runner.Forward();
+      runner.Backward();
+    });
+  }
+  Check(cudaStreamSynchronize(d.stream()), "kernel");
+  return line.str() + "}";
+}
+
 int Bench(const std::vector<Case>& cases, int repeats, const GPUDevice& d) {
   for (const Case& c : cases) {
-    RoiRunner runner(c, d);
-    std::ostringstream line;
-    line << "{\"case\": \"" << c.name << "\", \"fwd_ms\": "
-         << MedianMs(d, repeats, [&] { runner.Forward(); });
-    if (runner.has_grads()) {
-      line << ", \"fwd_bwd_ms\": " << MedianMs(d, repeats, [&] {
-        runner.Forward();
-        runner.Backward();
-      });
-    }
-    Check(cudaStreamSynchronize(d.stream()), "kernel");
-    std::cout << line.str() << "}" << std::endl;
+    std::cout << (c.op == "DeformableConv2d"
+                      ? BenchCase<DeformRunner>(c, repeats, d)
+                      : BenchCase<RoiRunner>(c, repeats, d))
+              << std::endl;
   }
   return 0;
 }

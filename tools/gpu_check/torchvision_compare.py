@@ -10,8 +10,10 @@ PyTorch and torchvision and no TensorFlow (run by run_on_gpu_machine.sh).
    tensorflow_customops/python/kernel_tests/roi_torchvision_parity_test.py).
    PsRoiAlign with aligned=False has no torchvision counterpart.
 2. Speed: the roi_benchmark cases (float32, 7x7 bins, sampling ratio 2,
-   aligned, scale 1/16), forward and forward+backward, gpu_check --bench for
-   ours (NHWC and NCHW) and CUDA events around torchvision (NCHW), medians.
+   aligned, scale 1/16) and deform_conv2d_benchmark's case (float32, N=2,
+   C=O=256, 64x64, 3x3, padding 1, with mask), forward and forward+backward,
+   gpu_check --bench for ours (NHWC and NCHW) and CUDA events around
+   torchvision (NCHW), medians.
 
     python3 torchvision_compare.py --dir DIR --out OUT [--repeats N]
 """
@@ -41,6 +43,8 @@ _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 _BENCH_CASES = {"default": (2, 256, 64, 512), "large": (4, 256, 96, 1024)}
 _OUT = 7
 _SCALE = 1.0 / 16
+# N, C, H=W, O, kernel size, padding; as deform_conv2d_benchmark.py.
+_DCN_BENCH_CASE = (2, 256, 64, 256, 3, 1)
 
 
 def _kind(op):
@@ -172,6 +176,41 @@ def _bench_cases():
                         },
                     )
                 )
+    cases.extend(_dcn_bench_cases())
+    return cases
+
+
+def _dcn_bench_cases():
+    n, c, size, o, k, pad = _DCN_BENCH_CASE
+    rng = np.random.default_rng(0)
+    nhwc = {
+        "input": rng.standard_normal((n, size, size, c)),
+        "offset": rng.standard_normal((n, size, size, 2 * k * k)),
+        "mask": rng.uniform(size=(n, size, size, k * k)),
+        "grad_output": rng.standard_normal((n, size, size, o)),
+    }
+    filt = rng.standard_normal((k, k, c, o)) / np.sqrt(k * k * c)
+    cases = []
+    for nchw in (False, True):
+        layout = _to_nchw if nchw else (lambda x: x)
+        inputs = {
+            name: case_file.Tensor("float32", layout(x).astype(np.float32))
+            for name, x in nhwc.items()
+        }
+        inputs["filter"] = case_file.Tensor("float32", filt.astype(np.float32))
+        attrs = dict(
+            n=n, h=size, w=size, c=c, o=o, kh=k, kw=k, ho=size, wo=size,
+            stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pad_top=pad,
+            pad_left=pad, groups=1, offset_groups=1, nchw=int(nchw), use_mask=1,
+        )  # fmt: skip
+        cases.append(
+            case_file.Case(
+                f"default/DeformableConv2d/{'NCHW' if nchw else 'NHWC'}",
+                "DeformableConv2d",
+                {key: float(v) for key, v in attrs.items()},
+                inputs,
+            )
+        )
     return cases
 
 
@@ -208,6 +247,34 @@ def _time_torchvision(case, repeats):
     return _median_ms(forward, repeats), _median_ms(forward_backward, repeats)
 
 
+def _time_torchvision_dcn(case, repeats):
+    """torchvision.ops.deform_conv2d on the NCHW case: input, offset, mask and
+    weight all need gradients, as in training."""
+
+    def tensor(name, transform=lambda x: x):
+        x = torch.tensor(transform(case.inputs[name].value), device="cuda")
+        return x.requires_grad_(True)
+
+    x, offset, mask = tensor("input"), tensor("offset"), tensor("mask")
+    weight = tensor("filter", lambda f: np.ascontiguousarray(f.transpose(3, 2, 0, 1)))
+    dy = torch.tensor(case.inputs["grad_output"].value, device="cuda")
+    pad = int(case.attrs["pad_top"])
+
+    def call():
+        return tv_ops.deform_conv2d(x, offset, weight, padding=pad, mask=mask)
+
+    def forward():
+        with torch.no_grad():
+            call()
+
+    def forward_backward():
+        for t in (x, offset, mask, weight):
+            t.grad = None
+        call().backward(dy)
+
+    return _median_ms(forward, repeats), _median_ms(forward_backward, repeats)
+
+
 def speed(directory, out, repeats):
     cases = _bench_cases()
     path = os.path.join(out, "bench_cases.bin")
@@ -228,7 +295,12 @@ def speed(directory, out, repeats):
     rows = []
     for case in cases:
         if case.attrs["nchw"]:
-            tv_fwd, tv_fb = _time_torchvision(case, repeats)
+            timer = (
+                _time_torchvision_dcn
+                if case.op == "DeformableConv2d"
+                else _time_torchvision
+            )
+            tv_fwd, tv_fb = timer(case, repeats)
             name = case.name.rsplit("/", 1)[0]
             nhwc, nchw = ours[name + "/NHWC"], ours[name + "/NCHW"]
             rows.append(
