@@ -520,6 +520,8 @@ _DCN_CASES = [
     ("groups", 1, 8, 7, 6, 6, 2, 3, 2, 4, (2, 1), (0, 2), (1, 2), True),
     ("nomask", 3, 4, 5, 5, 2, 3, 1, 1, 2, (1, 2), (2, 0), (2, 1), False),
     ("empty_batch", 0, 4, 5, 5, 2, 3, 3, 1, 1, (1, 1), (1, 1), (1, 1), True),
+    # More than one tile of the GPU kernels' products along every dimension.
+    ("wide", 1, 96, 10, 9, 80, 3, 3, 1, 2, (1, 1), (1, 1), (1, 1), True),
 ]
 
 
