@@ -6,10 +6,22 @@ project for writing custom ops.
     tfco.layers.RoIAlign(output_size=7)  # Keras layers
 """
 
+# TensorFlow first: the wheel requires no TensorFlow distribution, so a fresh
+# install may have none, and the error must say which release to install.
+try:
+    import tensorflow as _tensorflow
+except ModuleNotFoundError as _error:
+    if _error.name != "tensorflow":
+        raise
+    from tensorflow_customops.python.ops import releases as _releases
+
+    raise _releases.missing_tensorflow_error() from _error
+
 from tensorflow_customops.python.keras import layers
 from tensorflow_customops.python.ops import cpp_gradients as _cpp_gradients
 from tensorflow_customops.python.ops import gradients
 from tensorflow_customops.python.ops import load_library as _load_library
+from tensorflow_customops.python.ops import releases as _releases
 from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
 from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
@@ -34,25 +46,30 @@ _cpp_gradients.register_missing_gradients()
 
 
 def build_info():
-    """How this copy was built: TensorFlow version, C++ ABI flag, CUDA, XLA.
+    """How this copy was built, and which TensorFlow it runs with: versions,
+    C++ ABI flag, CUDA, XLA.
 
     Returns:
-      A dict with keys `version`, `tf_version` (the TensorFlow the build was
-      configured with), `tf_releases` (the TensorFlow releases, major.minor,
-      this copy has op libraries for), `op_library` (the path of the installed
-      TensorFlow's op library, which a C or C++ program serving a SavedModel
-      loads), `cxx11_abi_flag`, `cxx_standard`, `cuda` (whether GPU kernels
-      were compiled in), `cuda_capabilities`, `xla` (whether the XLA lowerings
-      are loaded, so the ops compile under jit_compile),
-      `xla_unavailable_reason` (why not, or "") and `xla_custom_calls`
-      (whether, on CPU, the RoI ops compile to calls into their own kernels
-      rather than to HLO: docs/xla.md).
+      A dict with keys `version` (this package's), `tf_running_version` (the
+      TensorFlow imported in this process, whose op library was loaded),
+      `tf_version` (the TensorFlow the build was configured with: in a wheel,
+      the one its kernel core and its build machine's glue were built with,
+      which may differ from the running one), `tf_releases` (the TensorFlow
+      releases, major.minor, this copy has op libraries for), `op_library`
+      (the path of the running TensorFlow's op library, which a C or C++
+      program serving a SavedModel loads), `cxx11_abi_flag`, `cxx_standard`,
+      `cuda` (whether GPU kernels were compiled in), `cuda_capabilities`,
+      `xla` (whether the XLA lowerings are loaded, so the ops compile under
+      jit_compile), `xla_unavailable_reason` (why not, or "") and
+      `xla_custom_calls` (whether, on CPU, the RoI ops compile to calls into
+      their own kernels rather than to HLO: docs/xla.md).
     """
     xla, xla_reason = _load_library.xla_status()
     return {
         "version": __version__,
+        "tf_running_version": _tensorflow.__version__,
         "tf_version": _build_info.TF_VERSION,
-        "tf_releases": _load_library.supported_releases(),
+        "tf_releases": _releases.supported_releases(),
         "op_library": _load_library.library_path(),
         "cxx11_abi_flag": _build_info.CXX11_ABI_FLAG,
         "cxx_standard": _build_info.CXX_STANDARD,

@@ -8,12 +8,13 @@
 # third_party/tf/releases.bzl: set-up (which keeps an installed TensorFlow),
 # tools/fetch_tf_headers.py (downloads each release's headers once, into a
 # cache), `bazel build //:build_pip_pkg` (with --config=cuda, so with the GPU
-# kernels, wherever nvcc is installed), then tools/pip_package/wheel_smoke.py
-# on the installed wheel, from outside the repository. --installed-only
-# builds for the installed TensorFlow alone (the fast developer loop, and
-# the way to build for a TensorFlow no wheel supports); --releases picks the
-# other releases. Set PYTHON to build for another environment's TensorFlow
-# (tools/setup.sh says which interpreter is used otherwise).
+# kernels, wherever nvcc is installed), then the wheel's own smoke,
+# `python -m tensorflow_customops.smoke`, on the installed wheel, from outside
+# the repository. --installed-only builds for the installed TensorFlow alone
+# (the fast developer loop, and the way to build for a TensorFlow no wheel
+# supports); --releases picks the other releases. Set PYTHON to build for
+# another environment's TensorFlow (tools/setup.sh says which interpreter is
+# used otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
@@ -49,5 +50,5 @@ trap 'rm -rf "${smoke}"' EXIT
 "${PYTHON}" -m pip install --quiet --disable-pip-version-check --no-index \
   --no-deps --target "${smoke}/site" "${wheel}"
 (cd "${smoke}" && PYTHONPATH="${smoke}/site" TF_CPP_MIN_LOG_LEVEL=2 \
-  "${PYTHON}" "${root}/tools/pip_package/wheel_smoke.py")
+  "${PYTHON}" -m tensorflow_customops.smoke)
 echo "built ${wheel} (TensorFlow ${installed}${wheel_releases:+,${wheel_releases}})"

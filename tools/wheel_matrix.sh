@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the built wheel's smoke (tools/pip_package/wheel_smoke.py) and the
+# Runs the built wheel's smoke (python -m tensorflow_customops.smoke) and the
 # GraphDef compatibility tests (core/ops/compat: the spec history check and
 # the golden replay) against each TensorFlow release, each in a virtualenv of
 # its own with the newest Python that release supports and nothing but
@@ -96,7 +96,7 @@ for release in "${releases[@]}"; do
   tf_version="$("${venv}/bin/python" -c "import tensorflow as tf; print(tf.__version__)" 2>/dev/null)"
   log="${cache}/tf${release}-py${version}.log"
   (cd "${cache}" && TF_CPP_MIN_LOG_LEVEL=2 "${venv}/bin/python" \
-    "${root}/tools/pip_package/wheel_smoke.py") >"${log}" 2>&1
+    -m tensorflow_customops.smoke) >"${log}" 2>&1
   status=$?
   summary="$(tail -n 1 "${log}")"
   echo "=== TensorFlow ${tf_version} on Python ${version}: ${summary} (log: ${log})"
@@ -115,7 +115,7 @@ for release in "${releases[@]}"; do
   rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} | ${compat} |")
 done
 echo
-echo "| release | Python | TensorFlow | wheel_smoke.py | compat tests |"
+echo "| release | Python | TensorFlow | smoke | compat tests |"
 echo "| --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
 ((failed == 0))

@@ -87,15 +87,9 @@ class PipWheelTest(unittest.TestCase):
         self.assertTrue(out.startswith(self.site_packages), out)
 
     def test_wheel_smoke(self):
-        smoke = os.path.join(
-            os.environ["TEST_SRCDIR"],
-            "org_tensorflow_customops",
-            "tools",
-            "pip_package",
-            "wheel_smoke.py",
-        )
+        # The smoke ships in the wheel, so an installed copy checks itself.
         result = subprocess.run(
-            [self.python, smoke],
+            [self.python, "-m", "tensorflow_customops.smoke"],
             cwd=self.elsewhere,
             env=dict(_clean_env(), TF_CPP_MIN_LOG_LEVEL="2"),
             capture_output=True,
@@ -103,12 +97,16 @@ class PipWheelTest(unittest.TestCase):
             check=False,
         )
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn(
+            f"from {self.site_packages}/tensorflow_customops\n", result.stdout
+        )
         self.assertRegex(result.stdout, r"\n11 passed, 0 failed\n")
 
     def test_build_info_of_installed_package(self):
         out = self.run_installed(
             "import tensorflow_customops as tfco; print(tfco.build_info())"
         ).stdout
+        self.assertIn(f"'tf_running_version': '{tf.__version__}'", out)
         self.assertIn(f"'tf_version': '{tf.__version__}'", out)
         self.assertIn("'cxx11_abi_flag':", out)
         if self.xla:
@@ -186,6 +184,18 @@ class PipWheelTest(unittest.TestCase):
         self.assertEqual(requires, [])
         self.assertIn("Requires-Python: >=3.9", metadata)
 
+    def test_description_reads_on_a_package_index(self):
+        # Off the repository a relative link (docs/roi.md, #section) is dead.
+        with zipfile.ZipFile(self.wheel) as whl:
+            metadata = next(
+                whl.read(n).decode() for n in whl.namelist() if n.endswith("/METADATA")
+            )
+        self.assertRegex(metadata, r"\nSummary: .*deformable convolution")
+        self.assertIn("Description-Content-Type: text/markdown", metadata)
+        self.assertIn("pip install tensorflow_customops", metadata)
+        self.assertIn("RoI (`docs/roi.md`)", metadata)
+        self.assertEqual(re.findall(r"\]\((?!https?://)[^)]*\)", metadata), [])
+
     def test_wheel_holds_the_package_only(self):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
@@ -199,6 +209,7 @@ class PipWheelTest(unittest.TestCase):
             [f"{_OPS}_custom_ops_core.so"],
         )
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
+        self.assertIn("tensorflow_customops/smoke.py", names)
         for name in names:
             self.assertTrue(
                 name.startswith(("tensorflow_customops/", "tensorflow_customops-")),

@@ -1,6 +1,7 @@
 """Packages tensorflow_customops as a platform wheel. Run by build_pip_pkg."""
 
 import os
+import re
 
 import setuptools
 from setuptools.dist import Distribution
@@ -34,16 +35,35 @@ class PlatformWheel(bdist_wheel):
 
 _version = _read_module("tensorflow_customops/version.py")["__version__"]
 
+
+def _without_relative_links(markdown):
+    """The README for a package index, where its links into the repository
+    (docs/roi.md, #sections) would be dead: each becomes its text and the path
+    of the page it names."""
+
+    def replace(match):
+        text, target = match.groups()
+        path = target.split("#")[0]
+        if not path:  # a section of the README itself, named by the text
+            return text
+        return f"`{path}`" if text == path else f"{text} (`{path}`)"
+
+    return re.sub(r"\[([^\]]+)\]\((?!https?://)([^)]+)\)", replace, markdown)
+
+
 with open(os.path.join(_HERE, "README.md")) as f:
-    _long_description = f.read()
+    _long_description = (
+        "Paths such as `docs/roi.md` name pages of the documentation in the "
+        "project's source repository.\n\n" + _without_relative_links(f.read())
+    )
 
 setuptools.setup(
     name="tensorflow_customops",
     version=_version,
     description=(
-        "TensorFlow custom ops: RoI pooling and align for detection, fused ops, "
-        "and their gradients, with CPU kernels and (built where nvcc is) CUDA "
-        "kernels."
+        "TensorFlow custom ops: RoI pooling and align for detection, deformable "
+        "convolution (DCNv2), fused ops, and their gradients, with CPU kernels, "
+        "XLA lowerings and (built where nvcc is) CUDA kernels."
     ),
     long_description=_long_description,
     long_description_content_type="text/markdown",

@@ -181,13 +181,16 @@ inline std::string Dims(const std::array<int64_t, 4>& d) {
 }
 
 // Checks one dim of a tensor against what it must be (both may be unknown)
-// and returns the known one of the two.
+// and returns the known one of the two. The message names the dim and where
+// the wanted size comes from: "offset [2, 5, 5, 18] must have batch size 1
+// (the input's), got 2".
 inline Status Match(int64_t* want, int64_t got, const char* tensor,
-                    const char* what, const std::array<int64_t, 4>& dims) {
+                    const char* dim, const char* source,
+                    const std::array<int64_t, 4>& dims) {
   if (got >= 0 && *want >= 0 && got != *want) {
     return errors::InvalidArgument("DeformableConv2d: ", tensor, " ",
-                                   Dims(dims), " must have ", *want, " ", what,
-                                   ", got ", got);
+                                   Dims(dims), " must have ", dim, " ", *want,
+                                   " (", source, "), got ", got);
   }
   if (*want < 0) *want = got;
   return OkStatus();
@@ -282,23 +285,25 @@ inline Status GetGeometry(const Attrs& a, const std::array<int64_t, 4>& input,
     }
   }
   int64_t offset_channels = taps < 0 ? -1 : 2 * taps;
-  TF_RETURN_IF_ERROR(Match(&g->n, off[0], "offset", "images", offset));
   TF_RETURN_IF_ERROR(
-      Match(&g->ho, off[1], "offset", "rows (the output height)", offset));
+      Match(&g->n, off[0], "offset", "batch size", "the input's", offset));
   TF_RETURN_IF_ERROR(
-      Match(&g->wo, off[2], "offset", "columns (the output width)", offset));
-  TF_RETURN_IF_ERROR(Match(&offset_channels, off[3], "offset",
-                           "channels (2 * offset_groups * kh * kw)", offset));
+      Match(&g->ho, off[1], "offset", "height", "the output's", offset));
+  TF_RETURN_IF_ERROR(
+      Match(&g->wo, off[2], "offset", "width", "the output's", offset));
+  TF_RETURN_IF_ERROR(Match(&offset_channels, off[3], "offset", "channel count",
+                           "2 * offset_groups * kh * kw", offset));
   if (a.use_mask) {
     const auto m = Nhwc(mask, a.nchw);
     int64_t mask_channels = taps;
-    TF_RETURN_IF_ERROR(Match(&g->n, m[0], "mask", "images", mask));
     TF_RETURN_IF_ERROR(
-        Match(&g->ho, m[1], "mask", "rows (the output height)", mask));
+        Match(&g->n, m[0], "mask", "batch size", "the input's", mask));
     TF_RETURN_IF_ERROR(
-        Match(&g->wo, m[2], "mask", "columns (the output width)", mask));
-    TF_RETURN_IF_ERROR(Match(&mask_channels, m[3], "mask",
-                             "channels (offset_groups * kh * kw)", mask));
+        Match(&g->ho, m[1], "mask", "height", "the output's", mask));
+    TF_RETURN_IF_ERROR(
+        Match(&g->wo, m[2], "mask", "width", "the output's", mask));
+    TF_RETURN_IF_ERROR(Match(&mask_channels, m[3], "mask", "channel count",
+                             "offset_groups * kh * kw", mask));
   }
   return OkStatus();
 }

@@ -14,7 +14,7 @@ import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests import (
     deformable_conv2d_reference as ref,
 )
-from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library
 
 _ops = load_library.load_op_library()
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
@@ -356,17 +356,29 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
         x, offset, filt, mask = (
             tf.constant(a) for a in (case.input, case.offset, case.filter, case.mask)
         )
-        with tf.GradientTape() as outer:
-            outer.watch(x)
-            with tf.GradientTape() as inner:
-                inner.watch(x)
-                y = tfco.deform_conv2d(x, offset, filt, mask=mask, **case.kwargs())
-                loss = tf.reduce_sum(y * y)
-            grad = inner.gradient(loss, x)
+
+        def second_order(x):
+            with tf.GradientTape() as outer:
+                outer.watch(x)
+                with tf.GradientTape() as inner:
+                    inner.watch(x)
+                    y = tfco.deform_conv2d(x, offset, filt, mask=mask, **case.kwargs())
+                    loss = tf.reduce_sum(y * y)
+                grad = inner.gradient(loss, x)
+            return outer.gradient(grad, x)
+
+        # Eagerly the plain message; in a graph, an Assert's.
+        with self.assertRaises(tf.errors.InvalidArgumentError) as ctx:
+            second_order(x)
+        self.assertEqual(
+            ctx.exception.message, deformable_conv2d_ops.SECOND_ORDER_ERROR
+        )
         with self.assertRaisesRegex(
-            tf.errors.InvalidArgumentError, "second derivatives of deform_conv2d"
+            tf.errors.InvalidArgumentError,
+            r"assertion failed: \[CustomOps>DeformableConv2dGrad has no gradient: "
+            r"second derivatives of deform_conv2d are not implemented\]",
         ):
-            outer.gradient(grad, x)
+            tf.function(second_order)(x)
 
     def test_wrapper_errors(self):
         case = ref.make_case(13)
@@ -411,11 +423,25 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
         kwargs = case.kwargs()
         errors = (ValueError, tf.errors.InvalidArgumentError)
         cases = [
-            (dict(offset=offset[:1]), r"offset \[1, 2, 7, 24\] must have 2 images"),
-            (dict(offset=offset[:, :1]), r"offset .* must have 2 rows"),
-            (dict(offset=offset[:, :, :4]), r"offset .* must have 7 columns"),
-            (dict(mask=mask[..., :6]), r"mask .* must have 12 channels"),
-            (dict(mask=mask[:, :, :1]), r"mask .* must have 7 columns"),
+            (
+                dict(offset=offset[:1]),
+                r"offset \[1, 2, 7, 24\] must have batch size 2 \(the input's\), "
+                r"got 1(?!\d)",
+            ),
+            (
+                dict(offset=offset[:, :1]),
+                r"offset .* must have height 2 \(the output's\)",
+            ),
+            (
+                dict(offset=offset[:, :, :4]),
+                r"offset .* must have width 7 \(the output's\)",
+            ),
+            (
+                dict(mask=mask[..., :6]),
+                r"mask .* must have channel count 12 \(offset_groups \* kh \* kw\), "
+                r"got 6",
+            ),
+            (dict(mask=mask[:, :, :1]), r"mask .* must have width 7 \(the output's\)"),
             (
                 dict(filter=tf.zeros([3, 2, 3, 6], tf.float64)),
                 r"input channels \(4\) must be a multiple of filter's input",
@@ -432,7 +458,10 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
                 ),
                 r"input channels \(4\) must be a multiple of offset_groups \(3\)",
             ),
-            (dict(padding=0), r"offset \[2, 2, 7, 24\] must have 4 columns"),
+            (
+                dict(padding=0),
+                r"offset \[2, 2, 7, 24\] must have width 4 \(the output's\)",
+            ),
         ]
         for overrides, message in cases:
             args = dict(input=x, offset=offset, filter=filt, mask=mask)

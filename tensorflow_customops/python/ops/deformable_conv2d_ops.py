@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow_customops.python.ops import load_library
 from tensorflow_customops.python.ops.roi_ops import (
     _known_zero,
+    _zeros_unless,
     check_data_format,
     check_size,
 )
@@ -235,8 +236,4 @@ def _deformable_conv2d_grad_grad(op, *grads):
     if all(_known_zero(g) for g in grads):
         return [None] * len(op.inputs)
     nonzero = [tf.reduce_any(tf.not_equal(g, 0)) for g in grads if g is not None]
-    check = tf.debugging.Assert(
-        tf.logical_not(tf.reduce_any(tf.stack(nonzero))), [SECOND_ORDER_ERROR]
-    )
-    with tf.control_dependencies([check]):
-        return [tf.zeros_like(x) for x in op.inputs]
+    return _zeros_unless(op, tf.reduce_any(tf.stack(nonzero)), SECOND_ORDER_ERROR)

@@ -19,9 +19,15 @@ from tensorflow.core.framework import op_def_pb2
 from tensorflow.python.client import pywrap_tf_session
 from tensorflow.python.framework import kernels
 
+from tensorflow_customops.python.ops.releases import (
+    LIBRARY_NAME,
+    describe,
+    glue_folders,
+    install_command,
+    major_minor,
+)
 from tensorflow_customops.python.platform import build_info as _build_info
 
-LIBRARY_NAME = "_custom_ops.so"
 XLA_LIBRARY_NAME = "_custom_ops_xla.so"
 _BUILD_COMMAND = (
     "build tensorflow_customops for the installed TensorFlow with "
@@ -31,41 +37,10 @@ _BUILD_COMMAND = (
 # Development and nightly builds share a version's major.minor but not its
 # C++ ABI.
 _DEV_MARKERS = ("dev", "nightly")
-_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class LibraryLoadError(ImportError):
     """The op library is missing or does not fit the installed TensorFlow."""
-
-
-def _major_minor(version):
-    return ".".join(version.split(".")[:2])
-
-
-def _release_key(release):
-    return tuple(int(part) for part in release.split("."))
-
-
-def glue_folders(here=_HERE):
-    """TensorFlow release (major.minor) -> the folder of its op libraries.
-
-    A wheel has one folder tfM_N per release (tfco_release_glues); a Bazel
-    build also has, beside this file, the one for the TensorFlow it was
-    configured with.
-    """
-    folders = {}
-    if os.path.exists(os.path.join(here, LIBRARY_NAME)):
-        folders[_major_minor(_build_info.TF_VERSION)] = here
-    for entry in os.listdir(here):
-        path = os.path.join(here, entry, LIBRARY_NAME)
-        if entry.startswith("tf") and os.path.exists(path):
-            folders[entry[2:].replace("_", ".")] = os.path.dirname(path)
-    return dict(sorted(folders.items(), key=lambda item: _release_key(item[0])))
-
-
-def supported_releases():
-    """The TensorFlow releases (major.minor) this copy has an op library for."""
-    return list(glue_folders())
 
 
 def check_tensorflow_version(installed, supported):
@@ -76,16 +51,14 @@ def check_tensorflow_version(installed, supported):
     there for development builds.
     """
     dev = any(marker in installed for marker in _DEV_MARKERS)
-    if not dev and _major_minor(installed) in supported:
+    if not dev and major_minor(installed) in supported:
         return
     kind = "a development build" if dev else "not a supported release"
-    names = ", ".join(supported) or "none (no op library was found)"
-    newest = supported[-1] if supported else _major_minor(_build_info.TF_VERSION)
     raise LibraryLoadError(
         f"TensorFlow {installed} is installed, which is {kind}: this copy of "
-        f"tensorflow_customops has op libraries for TensorFlow {names}. Install "
-        f"a supported release (`pip install 'tensorflow=={newest}.*'`, or "
-        f"tensorflow-cpu), or {_BUILD_COMMAND}."
+        f"tensorflow_customops has op libraries for TensorFlow "
+        f"{describe(supported)}. Install a supported release "
+        f"({install_command(supported)}, or tensorflow-cpu), or {_BUILD_COMMAND}."
     )
 
 
@@ -109,7 +82,7 @@ def _glue_folder():
     folders = glue_folders()
     check_tensorflow_version(tf.__version__, list(folders))
     check_abi_flag(tf.sysconfig.CXX11_ABI_FLAG, _build_info.CXX11_ABI_FLAG)
-    return folders[_major_minor(tf.__version__)]
+    return folders[major_minor(tf.__version__)]
 
 
 def library_path(name=LIBRARY_NAME):

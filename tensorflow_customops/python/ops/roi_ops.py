@@ -1045,6 +1045,19 @@ def _known_zero(tensor):
     return value is not None and not np.any(value)
 
 
+def _zeros_unless(op, nonzero, message):
+    """Zero gradients for `op`'s inputs, or, if the scalar `nonzero` is true,
+    an InvalidArgumentError with `message`: raised as is in eager mode, at
+    run time by an Assert in a graph (XLA drops the check)."""
+    if tf.executing_eagerly():
+        if nonzero:
+            raise tf.errors.InvalidArgumentError(None, None, message)
+        return [tf.zeros_like(x) for x in op.inputs]
+    check = tf.debugging.Assert(tf.logical_not(nonzero), [message])
+    with tf.control_dependencies([check]):
+        return [tf.zeros_like(x) for x in op.inputs]
+
+
 def _register_box_gradient_error(op_type):
     """The box gradient ops' own gradient (a second derivative through box
     coordinates) is not implemented. A function's gradient differentiates
@@ -1062,9 +1075,7 @@ def _register_box_gradient_error(op_type):
     def _grad(op, grad):
         if _known_zero(grad):
             return [None] * len(op.inputs)
-        check = tf.debugging.Assert(tf.reduce_all(tf.equal(grad, 0)), [message])
-        with tf.control_dependencies([check]):
-            return [tf.zeros_like(x) for x in op.inputs]
+        return _zeros_unless(op, tf.reduce_any(tf.not_equal(grad, 0)), message)
 
 
 _register_box_gradient_error("CustomOps>RoiAlignGradBoxes")

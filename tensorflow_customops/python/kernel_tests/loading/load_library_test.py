@@ -2,12 +2,14 @@
 and an XLA library that does not load leaves the rest working."""
 
 import os
+import subprocess
+import sys
 from unittest import mock
 
 import tensorflow as tf
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops import load_library, releases
 from tensorflow_customops.python.platform import build_info
 
 
@@ -57,16 +59,73 @@ class LoadLibraryTest(tf.test.TestCase):
             if folder != "tf2_13":
                 with open(os.path.join(here, folder, "_custom_ops.so"), "w"):
                     pass
-        folders = load_library.glue_folders(here)
+        folders = releases.glue_folders(here)
         self.assertEqual(list(folders), ["2.9", "2.12", "2.21"])
         self.assertEqual(folders["2.12"], os.path.join(here, "tf2_12"))
 
     def test_this_build_supports_the_installed_release(self):
         release = ".".join(tf.__version__.split(".")[:2])
-        self.assertIn(release, load_library.supported_releases())
+        self.assertIn(release, releases.supported_releases())
         self.assertEqual(
-            os.path.basename(load_library.library_path()), load_library.LIBRARY_NAME
+            os.path.basename(load_library.library_path()), releases.LIBRARY_NAME
         )
+
+    def test_missing_tensorflow_names_the_releases_to_install(self):
+        with mock.patch.object(
+            releases, "supported_releases", lambda: ["2.12", "2.21"]
+        ):
+            error = releases.missing_tensorflow_error()
+        self.assertIsInstance(error, ImportError)
+        self.assertEqual(error.name, "tensorflow")
+        self.assertIn("needs TensorFlow, which is not installed", str(error))
+        self.assertIn(
+            "op libraries for, TensorFlow 2.12, 2.21: for example "
+            "`pip install 'tensorflow==2.21.*'` (or tensorflow-cpu)",
+            str(error),
+        )
+
+    def test_import_without_tensorflow(self):
+        # A virtualenv without TensorFlow (nor Keras, NumPy...), as a fresh
+        # `pip install` of the wheel makes, with the package on its path.
+        venv = os.path.join(self.get_temp_dir(), "venv")
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", venv], check=True
+        )
+        root = os.path.dirname(os.path.dirname(tfco.__file__))
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": root}
+
+        def run(code, path=root):
+            return subprocess.run(
+                [os.path.join(venv, "bin", "python"), "-c", code],
+                env=dict(env, PYTHONPATH=path),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+
+        result = run("import tensorflow_customops")
+        self.assertNotEqual(result.returncode, 0)
+        message = result.stderr.strip().splitlines()[-1]
+        self.assertStartsWith(
+            message, "ImportError: tensorflow_customops needs TensorFlow"
+        )
+        supported = releases.supported_releases()
+        self.assertIn(f"TensorFlow {', '.join(supported)}: for example", message)
+        self.assertIn(f"pip install 'tensorflow=={supported[-1]}.*'", message)
+        self.assertNotIn("keras", result.stderr)
+        # A TensorFlow that is there but fails to import keeps its own error.
+        broken = os.path.join(self.get_temp_dir(), "broken", "tensorflow")
+        os.makedirs(broken)
+        with open(os.path.join(broken, "__init__.py"), "w") as f:
+            f.write("import tfco_no_such_module\n")
+        result = run(
+            "import tensorflow_customops",
+            f"{root}{os.pathsep}{os.path.dirname(broken)}",
+        )
+        self.assertIn(
+            "ModuleNotFoundError: No module named 'tfco_no_such_module'", result.stderr
+        )
+        self.assertNotIn("needs TensorFlow", result.stderr)
 
     def test_abi_flag_mismatch(self):
         with self.assertRaisesRegex(
@@ -129,12 +188,20 @@ class LoadLibraryTest(tf.test.TestCase):
         self.assertIn("--config=noxla", reason)
         self.assertAllEqual(tfco.zero_out([1, 2]), [1, 0])
 
+    def test_build_info_tells_the_running_tensorflow_from_the_builds(self):
+        # A wheel built with TensorFlow 2.21 runs under 2.12 with its 2.12 glue.
+        with mock.patch.object(tf, "__version__", "2.12.1"):
+            info = tfco.build_info()
+        self.assertEqual(info["tf_running_version"], "2.12.1")
+        self.assertEqual(info["tf_version"], build_info.TF_VERSION)
+
     def test_build_info(self):
         info = tfco.build_info()
         self.assertEqual(
             set(info),
             {
                 "version",
+                "tf_running_version",
                 "tf_version",
                 "tf_releases",
                 "op_library",
@@ -153,7 +220,8 @@ class LoadLibraryTest(tf.test.TestCase):
         self.assertEqual(info["xla_custom_calls"], info["xla"] and release >= (2, 20))
         self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
-        self.assertEqual(info["tf_version"], tf.__version__)
+        self.assertEqual(info["tf_running_version"], tf.__version__)
+        self.assertEqual(info["tf_version"], build_info.TF_VERSION)
         self.assertIn(".".join(tf.__version__.split(".")[:2]), info["tf_releases"])
         self.assertEqual(os.path.basename(info["op_library"]), "_custom_ops.so")
         self.assertTrue(os.path.isfile(info["op_library"]), info["op_library"])

@@ -243,7 +243,7 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                     x, tf.zeros([3, 3, 2, 2]), o, tf.zeros([0]), use_mask=False
                 ),
                 [tf.zeros([1, 4, 4, 2]), tf.zeros([1, 2, 2, 16])],
-                r"offset \[1, 2, 2, 16\] must have 18 channels",
+                r"offset \[1, 2, 2, 16\] must have channel count 18",
             ),
         ]
         for fn, args, message in cases:

@@ -1,4 +1,4 @@
-"""Smoke test of an installed tensorflow_customops wheel, for any Python and
+"""Smoke test of an installed tensorflow_customops, for any Python and
 TensorFlow it installs next to: every op family forward against a NumPy
 reference and its gradients (features, and boxes where the op has them)
 against numeric differences (float64), a jit compilation (custom calls into
@@ -8,7 +8,7 @@ step with a RoI layer.
 Run it with the interpreter of the environment the wheel is installed in,
 from outside the source tree:
 
-    python tools/pip_package/wheel_smoke.py
+    python -m tensorflow_customops.smoke
 
 It prints one line per check, then `N passed, N failed`, and exits 1 if a
 check failed.
