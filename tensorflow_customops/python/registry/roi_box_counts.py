@@ -3,14 +3,17 @@ RoI functions run for `[N, K, 4]` boxes: its cases go through them."""
 
 import numpy as np
 import tensorflow as tf
+from hypothesis import strategies as st
+from tensorflow.core.framework import types_pb2
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.registry import boxes, values
+from tensorflow_customops.python.registry import arrays, boxes, values
 from tensorflow_customops.python.registry.entry import Case, Entry, Override
 from tensorflow_customops.python.registry.large_shapes import (
     BIG,
     HUGE,
+    MEGA,
     traced_shapes,
 )
 
@@ -45,7 +48,7 @@ def _large_shapes(test):
 
     specs = [
         tf.TensorSpec([BIG, None, None, None], tf.float32),
-        tf.TensorSpec([BIG, BIG, 4], tf.float32),
+        tf.TensorSpec([BIG, MEGA, 4], tf.float32),
         tf.TensorSpec([BIG], tf.int64),
     ]
     test.assertEqual(traced_shapes(checked, *specs), [[BIG]])
@@ -70,12 +73,30 @@ def _golden_inputs(dtypes, rng):
     ]
 
 
-# The fuzzer's generic inputs suit it: any shapes, any counts.
+@st.composite
+def _fuzz_hint(draw, op_def, attrs, rng):
+    """Images and boxes of matching counts, and counts in [0, K] or, tagged,
+    one beyond either end."""
+    n, k = draw(st.sampled_from([0, 1, 2, 3])), draw(st.sampled_from([0, 1, 3]))
+    features = arrays.make_array(rng, arrays.float_type(attrs), (n, 2, 2, 1))
+    rois = arrays.make_array(rng, attrs.get("Trois", types_pb2.DT_FLOAT), (n, k, 4))
+    counts = rng.integers(0, k + 1, size=n)
+    tags = ()
+    if n and draw(st.booleans()):
+        counts[draw(st.integers(0, n - 1))] = draw(st.sampled_from([-1, k + 1]))
+        tags = ("invalid_count",)
+    count_type = attrs.get("Tcounts", types_pb2.DT_INT32)
+    if count_type in (types_pb2.DT_INT32, types_pb2.DT_INT64):
+        counts = counts.astype(arrays.numpy_type(count_type))
+    return {"features": features, "rois": rois, "box_counts": counts}, tags
+
+
 ENTRIES = [
     Entry(
         "CustomOps>RoiBoxCounts",
         large_shapes=_large_shapes,
         property_cases=lambda: [_property_case()],
+        fuzz_hint=_fuzz_hint,
         golden=Override(inputs=_golden_inputs),
     ),
 ]
