@@ -336,8 +336,9 @@ class KerasJitCountsTest(tf.test.TestCase):
 
 # Compiles, in a fresh process with TensorFlow's logging on, every public RoI
 # function and layer path that takes per-image boxes, with static and unknown
-# shapes, forward and backward, and a Keras fit and predict; then a control
-# that does log the note, so that the capture is shown to work.
+# shapes, forward and backward, and a Keras fit and predict, and the other
+# public ops forward and backward; then a control that does log the note, so
+# that the capture is shown to work.
 _LOG_SCRIPT = textwrap.dedent(
     """
     import sys
@@ -402,6 +403,25 @@ _LOG_SCRIPT = textwrap.dedent(
          np.array([1, 2, 3, 0], np.int32)]
     model.fit(x, np.zeros([4, 3, 1], np.float32), batch_size=3, verbose=0)
     model.predict(x, batch_size=3, verbose=0)
+
+    # The other public ops, forward and backward, shapes unknown.
+    def others(x, offset, w, a, b):
+        with tf.GradientTape() as tape:
+            tape.watch([x, offset, w, a, b])
+            ys = [
+                tfco.deform_conv2d(x, offset, w, mask=tf.ones_like(offset[..., :4])),
+                tfco.matrix_mul(a, b),
+                tfco.zero_out(a),
+                *tfco.clip_by_global_norm([a, b], 1.0)[0],
+            ]
+            loss = tf.add_n([tf.reduce_sum(y) for y in ys])
+        return tape.gradient(loss, [x, offset, w, a, b])
+
+    spec = lambda rank: tf.TensorSpec([None] * rank)
+    tf.function(others, jit_compile=True, input_signature=[
+        spec(4), spec(4), spec(4), spec(2), spec(2)])(
+        tf.ones([1, 4, 4, 1]), tf.zeros([1, 3, 3, 8]), tf.ones([2, 2, 1, 1]),
+        tf.ones([2, 2]), tf.ones([2, 2]))
 
     print("--- control", file=sys.stderr, flush=True)
     @tf.function(jit_compile=True)
