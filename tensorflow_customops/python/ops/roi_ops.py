@@ -223,8 +223,9 @@ def _image_count_known(num_images, features):
 
 def _check_image_count(num_images, features):
     """The checks to run before boxes for `num_images` images are pooled from
-    `features`: none where the counts are known now, else CustomOps>RoiBoxCounts
-    on no boxes, which raises at run time, or when XLA compiles it."""
+    `features`: none where both image counts are known now (a difference
+    raises now), else CustomOps>RoiBoxCounts on no boxes, which raises when
+    it runs, or when XLA compiles it."""
     if features is None or _image_count_known(num_images, features):
         return []
     return [
