@@ -44,6 +44,7 @@ TFCO_OPS = {
     "deformable_conv2d": ["deformable_conv2d_op"],
     "matrix_mul": ["matrix_mul_op"],
     "roi": ["roi_align_op", "roi_pool_op"],
+    "roi_box_counts": ["roi_box_counts_op"],
     "zero_out": ["zero_out_op"],
 }
 
@@ -280,7 +281,7 @@ def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], 
         deps = [dep + "_api" for dep in deps],
     )
 
-def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = []):
+def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], gpu_functor = True):
     """An op's kernels, as a triple plus its CPU functor:
       name.h            the core's entry point and (core only) the functor
       name_cpu.cc       the CPU functor and the entry point (kernel core)
@@ -294,12 +295,14 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = []):
       hdrs: further kernel-core headers.
       deps: further tfco_core_library targets (core_device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
+      gpu_functor: False for an op whose GPU kernels run its CPU code on
+        host memory, which has no name_gpu.cu.cc.
     """
     tfco_core_library(
         name = name + "_core",
         srcs = [name + "_cpu.cc"] + srcs,
         hdrs = [name + ".h"] + hdrs,
-        gpu_srcs = [name + "_gpu.cu.cc"],
+        gpu_srcs = [name + "_gpu.cu.cc"] if gpu_functor else [],
         api_hdrs = [name + ".h"],
         deps = [":core_device"] + deps,
     )

@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.roi_box_counts_ops import checked_box_counts
 
 _ops = load_library.load_op_library()
 
@@ -206,34 +207,32 @@ def _leading_dim(tensor, axis=0):
     return static if static is not None else tf.shape(tensor)[axis]
 
 
-def _check(condition, *data):
-    """An Assert op for graph mode. `data` must be strings and int32 tensors:
-    TensorFlow wraps an Assert with other data in a cond, and where shapes
-    known at trace time make its predicate constant, grappler's loop optimizer
-    logs a warning about the cond at every trace."""
-    return tf.debugging.Assert(condition, data)
+def _image_count_known(num_images, features):
+    """Whether the images of batched boxes (`num_images`) and of `features`
+    are both known now; raises if they differ (boxes name their images by
+    position, so there must be N of them)."""
+    features_n = features.shape[0]
+    if not isinstance(num_images, int) or features_n is None:
+        return False
+    if num_images != features_n:
+        raise ValueError(
+            f"rois holds boxes for {num_images} images but features holds {features_n}"
+        )
+    return True
 
 
 def _check_image_count(num_images, features):
-    """Batched boxes name their images by position: their count must be N."""
-    if features is None:
+    """The checks to run before boxes for `num_images` images are pooled from
+    `features`: none where both image counts are known now (a difference
+    raises now), else CustomOps>RoiBoxCounts on no boxes, which raises when
+    it runs, or when XLA compiles it."""
+    if features is None or _image_count_known(num_images, features):
         return []
-    features_n = features.shape[0]
-    if isinstance(num_images, int) and features_n is not None:
-        if num_images != features_n:
-            raise ValueError(
-                f"rois holds boxes for {num_images} images but features holds "
-                f"{features_n}"
-            )
-        return []
-    features_n = tf.shape(features)[0]
     return [
-        _check(
-            tf.equal(num_images, features_n),
-            "rois must hold boxes for as many images as features; images in rois "
-            "and in features:",
-            num_images,
-            features_n,
+        checked_box_counts(
+            features,
+            tf.zeros([num_images, 0, 4]),
+            tf.zeros([num_images], tf.int32),
         )
     ]
 
@@ -349,13 +348,20 @@ def _flat_box_list(rois, box_counts, features):
 
 def _flat_batched_rois(rois, box_counts, features, spatial_scale):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
-    checks = _check_image_count(num_images, features)
-    if box_counts is not None:
+    if box_counts is None:
+        checks = _check_image_count(num_images, features)
+    else:
         box_counts = tf.convert_to_tensor(box_counts)
         if not box_counts.dtype.is_integer:
             raise TypeError(f"box_counts must be integers, got {box_counts.dtype.name}")
         if box_counts.shape.rank not in (None, 1):
             raise ValueError(f"box_counts must have shape [N], got {box_counts.shape}")
+        if box_counts.dtype not in (tf.int32, tf.int64):
+            # Saturated, so that no count wraps around into [0, K].
+            box_counts = tf.saturate_cast(box_counts, tf.int64)
+        _image_count_known(num_images, features)
+        # The op checks the images and counts eagerly, in graphs and under XLA.
+        box_counts, checks = checked_box_counts(features, rois, box_counts), []
     if tf.executing_eagerly():
         return _concrete_batched_rois(
             rois, None if box_counts is None else box_counts.numpy(), spatial_scale
@@ -373,34 +379,8 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale):
             )
         return flat, lambda out: tf.reshape(out, result_shape(out))
 
-    # Counts are compared in int64, so that none wraps around, and shown
-    # saturated to int32 (see _check).
-    shown = tf.saturate_cast(box_counts, tf.int32)
-    box_counts = tf.cast(box_counts, tf.int64)
-    checks += [
-        _check(
-            tf.equal(tf.size(box_counts), num_images),
-            "box_counts must hold one count per image of rois; images in rois:",
-            num_images,
-            "box_counts:",
-            shown,
-        ),
-        _check(
-            tf.reduce_all(box_counts >= 0),
-            "box_counts must not be negative:",
-            shown,
-        ),
-        _check(
-            tf.reduce_all(box_counts <= tf.cast(boxes_per_image, tf.int64)),
-            "box_counts must be at most rois.shape[1]:",
-            boxes_per_image,
-            "box_counts:",
-            shown,
-        ),
-    ]
-    with tf.control_dependencies(checks):
-        # (image, box) of every box that is not padding, image-major.
-        where = tf.where(tf.sequence_mask(box_counts, boxes_per_image))
+    # (image, box) of every box that is not padding, image-major.
+    where = tf.where(tf.sequence_mask(box_counts, boxes_per_image))
     flat = tf.concat([tf.cast(where[:, :1], tf.float32), tf.gather_nd(rois, where)], 1)
 
     def restore(out):
@@ -458,25 +438,7 @@ def _concrete_batched_rois(boxes, box_counts, spatial_scale):
 
     if box_counts is None:
         return _concrete_rows(boxes, rows), restore
-    counts = box_counts.tolist()  # Python's min and max: quicker on a few counts
-    if len(counts) != num_images:
-        raise tf.errors.InvalidArgumentError(
-            None,
-            None,
-            f"box_counts must hold one count per image of rois ({num_images}), got "
-            f"{len(counts)}: {counts}",
-        )
-    if min(counts, default=0) < 0:
-        raise tf.errors.InvalidArgumentError(
-            None, None, f"box_counts must not be negative, got {counts}"
-        )
-    if max(counts, default=0) > boxes_per_image:
-        raise tf.errors.InvalidArgumentError(
-            None,
-            None,
-            f"box_counts must be at most rois.shape[1] ({boxes_per_image}), got "
-            f"{counts}",
-        )
+    counts = box_counts.tolist()  # checked by CustomOps>RoiBoxCounts
     padding = (np.arange(boxes_per_image) >= box_counts[:, np.newaxis]).reshape(-1)
     if not padding.any():
         return _concrete_rows(boxes, rows), restore

@@ -21,6 +21,13 @@ SMOOTH = np.array(
     np.float32,
 )
 
+# SMOOTH per image, [N, K, 4], padded with NaN (which the ops skip), and the
+# counts of its real boxes (box_counts).
+SMOOTH_PER_IMAGE = np.array(
+    [[SMOOTH[0, 1:], SMOOTH[2, 1:]], [SMOOTH[1, 1:], [np.nan] * 4]], np.float32
+)
+SMOOTH_COUNTS = np.array([2, 1], np.int32)
+
 
 def unit(count):
     """`count` boxes covering image 0 of a 2 x 2 map at scale 1."""

@@ -306,6 +306,17 @@ def _gradient_cases(op):
                     (0,),
                 )
             )
+    # Per-image boxes with box_counts, which CustomOps>RoiBoxCounts checks.
+    cases.append(
+        Case(
+            "NHWC_box_counts",
+            lambda seed: [values.normal(seed + 1, 2, 4, 5, 4), boxes.SMOOTH_PER_IMAGE],
+            lambda x, rois: fn(
+                x, rois, 2, spatial_scale=0.5, box_counts=boxes.SMOOTH_COUNTS
+            ),
+            (0,),
+        )
+    )
     return cases
 
 

@@ -10,6 +10,9 @@ import tensorflow_customops  # noqa: F401  (registers the Python gradients)
 from tensorflow_customops.python.ops import load_library
 
 _PREFIX = "CustomOps>"
+# Ops that are stateful, like Assert: checks that must run even where nothing
+# reads their output (graphs prune stateless ops without data consumers).
+_CHECKS = ("CustomOps>RoiBoxCounts",)
 
 
 def _library_ops():
@@ -56,7 +59,7 @@ class OpRegistryTest(tf.test.TestCase):
 
     def test_ops_are_stateless(self):
         for op_def in _library_ops():
-            self.assertFalse(op_def.is_stateful, op_def.name)
+            self.assertEqual(op_def.is_stateful, op_def.name in _CHECKS, op_def.name)
 
 
 if __name__ == "__main__":
