@@ -560,7 +560,8 @@ def roi_pool(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        float64 with float64 features, else float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates,
         e.g. 1/16 for a stride-16 feature map.
@@ -620,7 +621,8 @@ def roi_align(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        float64 with float64 features, else float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
@@ -685,7 +687,8 @@ def ps_roi_pool(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        float64 with float64 features, else float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
@@ -740,7 +743,8 @@ def ps_roi_align(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        float64 with float64 features, else float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
