@@ -155,8 +155,9 @@ RoiCall MakeRoiCall(const Case& c, roi::RoiKind kind) {
   const Tensor& features = c.Input("features");
   const Tensor& rois = c.Input("rois");
   if (features.dims.size() != 4 || rois.dims.size() != 2 || rois.dims[1] != 5 ||
-      rois.dtype != DType::kFloat) {
-    throw std::runtime_error("features must be 4-D and rois float32 [K, 5]");
+      (rois.dtype != DType::kFloat && rois.dtype != DType::kDouble)) {
+    throw std::runtime_error(
+        "features must be 4-D and rois float32 or float64 [K, 5]");
   }
   RoiCall call;
   roi::RoiAttrs& a = call.args.attrs;
@@ -207,6 +208,7 @@ class RoiRunner {
         call_(MakeRoiCall(c, RoiKindOf(c.op.substr(
                                  0, c.op.size() - (IsGrad(c.op) ? 4 : 0))))),
         dtype_(c.Input("features").dtype),
+        boxes_dtype_(CoreDtype(c.Input("rois").dtype)),
         features_(c.Input("features")),
         rois_(c.Input("rois").data.size()),
         pooled_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
@@ -231,14 +233,14 @@ class RoiRunner {
   void Forward() {
     const roi::RoiArgs& args = call_.args;
     const TfcoDtype dtype = CoreDtype(dtype_);
-    const float* rois = device_rois();
+    const void* rois = device_rois();
     if (args.attrs.bilinear()) {
-      CheckCore(TfcoRoiAlign(d_.core(), dtype, &args, features_.get<void>(),
-                             rois, pooled_.get<void>()));
+      CheckCore(TfcoRoiAlign(d_.core(), dtype, boxes_dtype_, &args,
+                             features_.get<void>(), rois, pooled_.get<void>()));
     } else {
       // argmax is RoiPool's output only.
-      CheckCore(TfcoRoiPool(d_.core(), dtype, &args, features_.get<void>(),
-                            rois, pooled_.get<void>(),
+      CheckCore(TfcoRoiPool(d_.core(), dtype, boxes_dtype_, &args,
+                            features_.get<void>(), rois, pooled_.get<void>(),
                             args.attrs.kind == roi::RoiKind::kPool
                                 ? argmax_.get<int32_t>()
                                 : nullptr));
@@ -248,13 +250,14 @@ class RoiRunner {
     if (!grads_) throw std::runtime_error(case_.name + ": no grads input");
     const roi::RoiArgs& args = call_.args;
     const TfcoDtype dtype = CoreDtype(dtype_);
-    const float* rois = device_rois();
+    const void* rois = device_rois();
     if (args.attrs.bilinear()) {
-      CheckCore(TfcoRoiAlignGrad(d_.core(), dtype, &args, grads_->get<void>(),
-                                 rois, grad_features_.get<void>()));
+      CheckCore(TfcoRoiAlignGrad(d_.core(), dtype, boxes_dtype_, &args,
+                                 grads_->get<void>(), rois,
+                                 grad_features_.get<void>()));
     } else {
       CheckCore(TfcoRoiPoolGrad(
-          d_.core(), dtype, &args, grads_->get<void>(), rois,
+          d_.core(), dtype, boxes_dtype_, &args, grads_->get<void>(), rois,
           args.attrs.kind == roi::RoiKind::kPool ? argmax_for_grad() : nullptr,
           grad_features_.get<void>()));
     }
@@ -283,14 +286,14 @@ class RoiRunner {
   }
   // The op kernels copy the validated rois to the device, and wait, before
   // every launch; so does this, so that timings include it.
-  const float* device_rois() {
+  const void* device_rois() {
     const std::vector<char>& host = case_.Input("rois").data;
-    if (host.empty()) return rois_.get<float>();
+    if (host.empty()) return rois_.get<void>();
     Check(cudaMemcpyAsync(rois_.get<char>(), host.data(), host.size(),
                           cudaMemcpyHostToDevice, d_.stream()),
           "cudaMemcpyAsync");
     Check(cudaStreamSynchronize(d_.stream()), "cudaStreamSynchronize");
-    return rois_.get<float>();
+    return rois_.get<void>();
   }
   const int32_t* argmax_for_grad() const {
     // RoiPoolGrad uses the argmax its forward wrote; a case that carries the
@@ -302,6 +305,7 @@ class RoiRunner {
   const GPUDevice& d_;
   RoiCall call_;
   DType dtype_;
+  TfcoDtype boxes_dtype_;
   DeviceBuffer features_;
   DeviceBuffer rois_;
   DeviceBuffer pooled_;
@@ -331,12 +335,14 @@ std::map<std::string, Tensor> RunRoiGradBoxes(const Case& c,
   DeviceBuffer dfeatures(features), dgrads(c.Input("grads")),
       drois(c.Input("rois"));
   const int64_t k = call.args.shape.num_rois;
-  DeviceBuffer grad_rois = DeviceBuffer::Poisoned(k * 5 * sizeof(float));
-  CheckCore(TfcoRoiAlignGradBoxes(
-      d.core(), CoreDtype(features.dtype), &call.args, dgrads.get<void>(),
-      dfeatures.get<void>(), drois.get<float>(), grad_rois.get<float>()));
+  const DType boxes = c.Input("rois").dtype;
+  DeviceBuffer grad_rois = DeviceBuffer::Poisoned(k * 5 * SizeOf(boxes));
+  CheckCore(TfcoRoiAlignGradBoxes(d.core(), CoreDtype(features.dtype),
+                                  CoreDtype(boxes), &call.args,
+                                  dgrads.get<void>(), dfeatures.get<void>(),
+                                  drois.get<void>(), grad_rois.get<void>()));
   d.synchronize();
-  return {{"grad_rois", grad_rois.Download(DType::kFloat, {k, 5})}};
+  return {{"grad_rois", grad_rois.Download(boxes, {k, 5})}};
 }
 
 // The box check of the XLA GPU lowering (TfcoRoiCheckBoxes).
@@ -345,13 +351,13 @@ std::map<std::string, Tensor> RunRoiCheckBoxes(const Case& c,
   const Tensor& rois = c.Input("rois");
   const int64_t k = rois.dims[0];
   DeviceBuffer drois(rois);
-  DeviceBuffer checked = DeviceBuffer::Poisoned(k * 5 * sizeof(float));
-  CheckCore(TfcoRoiCheckBoxes(d.core(), k,
+  DeviceBuffer checked = DeviceBuffer::Poisoned(k * 5 * SizeOf(rois.dtype));
+  CheckCore(TfcoRoiCheckBoxes(d.core(), CoreDtype(rois.dtype), k,
                               static_cast<int64_t>(c.Attr("batch")),
                               static_cast<float>(c.Attr("spatial_scale")),
-                              drois.get<float>(), checked.get<float>()));
+                              drois.get<void>(), checked.get<void>()));
   d.synchronize();
-  return {{"checked", checked.Download(DType::kFloat, {k, 5})}};
+  return {{"checked", checked.Download(rois.dtype, {k, 5})}};
 }
 
 // --- MatrixMul.

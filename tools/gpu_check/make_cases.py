@@ -144,7 +144,8 @@ def _roi_cases(
     if functor == "RoiPool":
         outputs["argmax"] = (forward[1], "int32")
     kind = "exact" if functor == "RoiPool" else "sum"
-    inputs = {"features": (x, dtype), "rois": (rois, "float32")}
+    boxes_dtype = np.asarray(rois).dtype.name  # float32, or float64 (Tboxes)
+    inputs = {"features": (x, dtype), "rois": (rois, boxes_dtype)}
     cases = []
     if pooled.shape.num_elements():  # the op launches nothing otherwise
         cases.append(_case(name + "/fwd", functor, attrs, inputs, outputs, kind, dtype))
@@ -170,9 +171,9 @@ def _roi_cases(
         inputs = {
             "grads": (grads, dtype),
             "features": (x, dtype),
-            "rois": (rois, "float32"),
+            "rois": (rois, boxes_dtype),
         }
-        outputs = {"grad_rois": (box_grad, "float32")}
+        outputs = {"grad_rois": (box_grad, boxes_dtype)}
         cases.append(
             _case(
                 name + "/grad_boxes",
@@ -210,6 +211,21 @@ def roi_cases():
                         data_format,
                         seed=i,
                     )
+        # float64 boxes (with float64 features) that float32 cannot hold.
+        for data_format in ("NHWC", "NCHW"):
+            case = roi_test_util.float64_boxes_case(op, seed=11)
+            cases += _roi_cases(
+                f"{op}/float64/{data_format}/float64_boxes",
+                op,
+                functor,
+                case.features_nhwc,
+                case.rois,
+                case.output_size,
+                variants[1],
+                "float64",
+                data_format,
+                seed=11,
+            )
         # No boxes: the backward still writes a zero gradient.
         rng = np.random.default_rng(7)
         features = rng.standard_normal((2, 5, 6, 8 if ps else 3))
@@ -455,28 +471,35 @@ def roi_check_boxes_cases():
         np.float32,
     )
     cases = []
-    for batch, spatial_scale in ((2, 1.0), (3, 0.25)):
+    for batch, spatial_scale, dtype in (
+        (2, 1.0, "float32"),
+        (3, 0.25, "float32"),
+        (3, 0.25, "float64"),
+    ):
+        boxes_ = rois.astype(dtype)
+        if dtype == "float64":  # whole batch indices, finer coordinates
+            boxes_[:, 1:] += 1e-4
         scale = np.float32(spatial_scale)
-        index = rois[:, 0]
+        index = boxes_[:, 0]
         with np.errstate(invalid="ignore"):
             ok = (
-                np.all(np.isfinite(rois), axis=1)
-                & np.all(np.abs(rois[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
+                np.all(np.isfinite(boxes_), axis=1)
+                & np.all(np.abs(boxes_[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
                 & (index == np.floor(index))
                 & (index >= 0)
                 & (index < batch)
             )
-        null = np.array([0] + [np.float32(-4) / scale] * 4, np.float32)
-        checked = np.where(ok[:, None], rois, null)
+        null = np.array([0] + [np.float32(-4) / scale] * 4, dtype)
+        checked = np.where(ok[:, None], boxes_, null)
         cases.append(
             _case(
-                f"roi_check_boxes/batch{batch}/scale{spatial_scale}",
+                f"roi_check_boxes/batch{batch}/scale{spatial_scale}/{dtype}",
                 "RoiCheckBoxes",
                 {"batch": batch, "spatial_scale": spatial_scale},
-                {"rois": (rois, "float32")},
-                {"checked": (checked, "float32")},
+                {"rois": (boxes_, dtype)},
+                {"checked": (checked, dtype)},
                 "exact",
-                "float32",
+                dtype,
             )
         )
     return cases

@@ -16,7 +16,7 @@ from tensorflow_customops.python.ops import load_library
 from tools.gpu_check import case_file, make_cases
 
 _PREFIX = "CustomOps>"
-_FIXED_INPUTS = ("rois", "argmax")  # float32 / int32 whatever the op's dtype
+_FIXED_INPUTS = ("rois", "argmax")  # Tboxes / int32 whatever the op's dtype
 
 
 def _case_dtypes(case):

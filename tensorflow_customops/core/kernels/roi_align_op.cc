@@ -20,16 +20,18 @@ namespace {
 // entry points, which read the kind from the args.
 struct AlignLaunch {
   static TfcoError Forward(const TfcoDevice* device, TfcoDtype dtype,
-                           const roi::RoiArgs* args, const void* features,
-                           const float* rois, void* pooled,
+                           TfcoDtype boxes_dtype, const roi::RoiArgs* args,
+                           const void* features, const void* rois, void* pooled,
                            int32_t* /*argmax*/) {
-    return TfcoRoiAlign(device, dtype, args, features, rois, pooled);
+    return TfcoRoiAlign(device, dtype, boxes_dtype, args, features, rois,
+                        pooled);
   }
   static TfcoError Backward(const TfcoDevice* device, TfcoDtype dtype,
-                            const roi::RoiArgs* args, const void* grads,
-                            const float* rois, const int32_t* /*argmax*/,
-                            void* grad_features) {
-    return TfcoRoiAlignGrad(device, dtype, args, grads, rois, grad_features);
+                            TfcoDtype boxes_dtype, const roi::RoiArgs* args,
+                            const void* grads, const void* rois,
+                            const int32_t* /*argmax*/, void* grad_features) {
+    return TfcoRoiAlignGrad(device, dtype, boxes_dtype, args, grads, rois,
+                            grad_features);
   }
 };
 
@@ -46,11 +48,12 @@ class RoiAlignGradBoxesOp : public roi::RoiOpKernel<kKind> {
                    PrepareBoxGradient(context, this->attrs_, options, &call));
     if (call.empty) return;
     const CoreDevice device(context, options.on_gpu);
-    OP_REQUIRES_OK(context,
-                   CoreStatus(TfcoRoiAlignGradBoxes(
-                       device.get(), CoreDtype<T>(), &call.args,
-                       context->input(0).data(), context->input(1).data(),
-                       call.rois, call.outputs[0]->flat<float>().data())));
+    OP_REQUIRES_OK(
+        context,
+        CoreStatus(TfcoRoiAlignGradBoxes(
+            device.get(), CoreDtype<T>(), this->boxes_dtype_, &call.args,
+            context->input(0).data(), context->input(1).data(), call.rois,
+            call.outputs[0]->data())));
   }
 };
 

@@ -85,10 +85,10 @@ DEFINE_CLONED_LOOPS(double)
 
 namespace functor {
 
-template <typename T>
-struct RoiAlign<CPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlign<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* features_in, const float* rois, T* pooled) {
+                  const T* features_in, const B* rois, T* pooled) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -106,7 +106,7 @@ struct RoiAlign<CPUDevice, T> {
       for (int64_t k = begin; k < end; ++k) {
         T* out = pooled + k * args.pooled_layout.n_stride;
         T* box_out = roi::BoxOutput(args.pooled_layout, out, scratch.data());
-        const float* roi = rois + k * 5;
+        const B* roi = rois + k * 5;
         const A* image = features + static_cast<int64_t>(roi[0]) *
                                         args.features_layout.n_stride;
         const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
@@ -143,10 +143,10 @@ struct RoiAlign<CPUDevice, T> {
   }
 };
 
-template <typename T>
-struct RoiAlignGrad<CPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlignGrad<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* grads_in, const float* rois, T* grad_features) {
+                  const T* grads_in, const B* rois, T* grad_features) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -232,11 +232,11 @@ struct RoiAlignGrad<CPUDevice, T> {
   }
 };
 
-template <typename T>
-struct RoiAlignGradBoxes<CPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlignGradBoxes<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* grads_in, const T* features_in, const float* rois,
-                  float* grad_rois) {
+                  const T* grads_in, const T* features_in, const B* rois,
+                  B* grad_rois) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -250,7 +250,7 @@ struct RoiAlignGradBoxes<CPUDevice, T> {
     auto work = [&](int64_t begin, int64_t end) {
       std::vector<A> g_row(a.pooled_width * channels);
       for (int64_t k = begin; k < end; ++k) {
-        const float* roi = rois + k * 5;
+        const B* roi = rois + k * 5;
         const A* image = features + static_cast<int64_t>(roi[0]) *
                                         args.features_layout.n_stride;
         const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
@@ -281,22 +281,21 @@ struct RoiAlignGradBoxes<CPUDevice, T> {
                 });
           }
         }
-        float* out = grad_rois + k * 5;
+        B* out = grad_rois + k * 5;
         out[0] = 0;
-        out[1] = static_cast<float>(x1);
-        out[2] = static_cast<float>(y1);
-        out[3] = static_cast<float>(x2);
-        out[4] = static_cast<float>(y2);
+        out[1] = static_cast<B>(x1);
+        out[2] = static_cast<B>(y1);
+        out[3] = static_cast<B>(x2);
+        out[4] = static_cast<B>(y2);
       }
     };
     const int64_t samples =
         a.bins() *
         (a.sampling_ratio > 0 ? a.sampling_ratio * a.sampling_ratio : 4);
-    d.parallelFor(
-        s.num_rois,
-        Eigen::TensorOpCost(samples * channels * 5 * sizeof(A),
-                            5 * sizeof(float), samples * channels * 12),
-        work);
+    d.parallelFor(s.num_rois,
+                  Eigen::TensorOpCost(samples * channels * 5 * sizeof(A),
+                                      5 * sizeof(B), samples * channels * 12),
+                  work);
   }
 };
 
@@ -306,52 +305,57 @@ struct RoiAlignGradBoxes<CPUDevice, T> {
 }  // namespace tensorflow
 
 extern "C" TfcoError TfcoRoiAlign(
-    const TfcoDevice* device, TfcoDtype dtype,
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* features,
-    const float* rois, void* pooled) {
+    const void* rois, void* pooled) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      roi::KindName(args->attrs.kind), device, dtype,
-      [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        typedef std::decay_t<decltype(d)> Device;
-        T* out = static_cast<T*>(pooled);
-        auto run = [&](const roi::RoiArgs& a, const T* x) {
-          functor::RoiAlign<Device, T>()(d, a, x, rois, out);
-        };
-        roi::ReadFeaturesChannelsLast(d, *args, static_cast<const T*>(features),
-                                      run);
-      });
+  return roi::RunRoiKernel(roi::KindName(args->attrs.kind), device, dtype,
+                           boxes_dtype, [&](const auto& d, auto t, auto b) {
+                             typedef decltype(t) T;
+                             typedef decltype(b) B;
+                             typedef std::decay_t<decltype(d)> Device;
+                             T* out = static_cast<T*>(pooled);
+                             auto run = [&](const roi::RoiArgs& a, const T* x) {
+                               functor::RoiAlign<Device, T, B>()(
+                                   d, a, x, static_cast<const B*>(rois), out);
+                             };
+                             roi::ReadFeaturesChannelsLast(
+                                 d, *args, static_cast<const T*>(features),
+                                 run);
+                           });
 }
 
 extern "C" TfcoError TfcoRoiAlignGrad(
-    const TfcoDevice* device, TfcoDtype dtype,
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const float* rois, void* grad_features) {
+    const void* rois, void* grad_features) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      roi::KindName(args->attrs.kind), device, dtype,
-      [&](const auto& d, auto t) {
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
         typedef decltype(t) T;
-        functor::RoiAlignGrad<std::decay_t<decltype(d)>, T>()(
-            d, roi::BackwardArgs(d, *args), static_cast<const T*>(grads), rois,
-            static_cast<T*>(grad_features));
+        typedef decltype(b) B;
+        functor::RoiAlignGrad<std::decay_t<decltype(d)>, T, B>()(
+            d, roi::BackwardArgs(d, *args), static_cast<const T*>(grads),
+            static_cast<const B*>(rois), static_cast<T*>(grad_features));
       });
 }
 
 extern "C" TfcoError TfcoRoiAlignGradBoxes(
-    const TfcoDevice* device, TfcoDtype dtype,
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* features, const float* rois, float* grad_rois) {
+    const void* features, const void* rois, void* grad_rois) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      roi::KindName(args->attrs.kind), device, dtype,
-      [&](const auto& d, auto t) {
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
         typedef decltype(t) T;
+        typedef decltype(b) B;
         typedef std::decay_t<decltype(d)> Device;
         auto run = [&](const roi::RoiArgs& a, const T* x) {
-          functor::RoiAlignGradBoxes<Device, T>()(
-              d, a, static_cast<const T*>(grads), x, rois, grad_rois);
+          functor::RoiAlignGradBoxes<Device, T, B>()(
+              d, a, static_cast<const T*>(grads), x,
+              static_cast<const B*>(rois), static_cast<B*>(grad_rois));
         };
         roi::ReadFeaturesChannelsLast(d, *args, static_cast<const T*>(features),
                                       run);
@@ -359,13 +363,21 @@ extern "C" TfcoError TfcoRoiAlignGradBoxes(
 }
 
 extern "C" TfcoError TfcoRoiCheckBoxes(const TfcoDevice* device,
-                                       int64_t num_rois, int64_t batch,
-                                       float spatial_scale, const float* rois,
-                                       float* checked) {
+                                       TfcoDtype boxes_dtype, int64_t num_rois,
+                                       int64_t batch, float spatial_scale,
+                                       const void* rois, void* checked) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
   return RunOnDevice("RoiCheckBoxes", device, [&](const auto& d) {
     if constexpr (std::is_same<std::decay_t<decltype(d)>, GPUDevice>::value) {
-      functor::CheckBoxesGpu(d, num_rois, batch, spatial_scale, rois, checked);
+      auto check = [&](auto b) {
+        typedef decltype(b) B;
+        functor::CheckBoxesGpu(d, num_rois, batch, spatial_scale,
+                               static_cast<const B*>(rois),
+                               static_cast<B*>(checked));
+      };
+      if (!ForDtype(TypeList<float, double>(), boxes_dtype, check)) {
+        NoKernelFor("RoiCheckBoxes", boxes_dtype);
+      }
     } else {
       // The CPU kernels' callers check boxes on the host, and raise.
       RecordError("RoiCheckBoxes: the device is not a GPU");

@@ -33,12 +33,12 @@ struct AlignGroup {
   I in_stride;
 };
 
-template <typename A, typename I, int V>
+template <typename A, typename I, int V, typename B>
 __device__ inline AlignGroup<A, I, V> DecodeAlignGroup(
-    I g, const roi::RoiArgs& args, const float* __restrict__ rois) {
+    I g, const roi::RoiArgs& args, const B* __restrict__ rois) {
   AlignGroup<A, I, V> group;
   group.idx = roi::DecodePooledGroup<V>(g, args, &group.first_output);
-  const float* roi = rois + group.idx.k * 5;
+  const B* roi = rois + group.idx.k * 5;
   group.box = roi::MakeAlignBox<A>(args.attrs, roi);
   int64_t cs, first;
   roi::BinChannels(args, group.idx.ph, group.idx.pw, &cs, &first);
@@ -55,10 +55,10 @@ __device__ inline AlignGroup<A, I, V> DecodeAlignGroup(
 // registers, so four blocks fit a multiprocessor: with the 95 the compiler
 // picks unbounded, two did (a quarter of the threads an H100 holds), and
 // gathers from the features could not hide their latency.
-template <typename T, typename I, int V>
+template <typename T, typename B, typename I, int V>
 __global__ void __launch_bounds__(kGpuLoopThreads, 4)
     RoiAlignKernel(I groups, roi::RoiArgs args, const T* __restrict__ features,
-                   const float* __restrict__ rois, T* __restrict__ pooled) {
+                   const B* __restrict__ rois, T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   for (I g : GpuGridRangeX<I>(groups)) {
     const AlignGroup<A, I, V> group = DecodeAlignGroup<A, I, V>(g, args, rois);
@@ -85,10 +85,10 @@ __global__ void __launch_bounds__(kGpuLoopThreads, 4)
   }
 }
 
-template <typename T, typename I, int V>
+template <typename T, typename B, typename I, int V>
 __global__ void __launch_bounds__(kGpuLoopThreads, 4)
     RoiAlignGradKernel(I groups, roi::RoiArgs args, const T* __restrict__ grads,
-                       const float* __restrict__ rois,
+                       const B* __restrict__ rois,
                        T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   for (I g : GpuGridRangeX<I>(groups)) {
@@ -124,12 +124,12 @@ constexpr int kBoxGradThreads = 256;
 // (bin, channel) pairs, each summing its pairs' samples' slopes times their
 // motion into four partial coordinates, which the block then adds in a fixed
 // tree, so the result does not depend on scheduling.
-template <typename T>
+template <typename T, typename B>
 __global__ void __launch_bounds__(kBoxGradThreads)
     RoiAlignGradBoxesKernel(roi::RoiArgs args, const T* __restrict__ grads,
                             const T* __restrict__ features,
-                            const float* __restrict__ rois,
-                            float* __restrict__ grad_rois) {
+                            const B* __restrict__ rois,
+                            B* __restrict__ grad_rois) {
   typedef typename roi::AccumulatorType<T>::type A;
   __shared__ A partial[4][kBoxGradThreads];
   const roi::RoiAttrs& a = args.attrs;
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kBoxGradThreads)
   const int64_t pairs = a.bins() * channels;
   const A scale = static_cast<A>(a.spatial_scale);
   for (int64_t k = blockIdx.x; k < args.shape.num_rois; k += gridDim.x) {
-    const float* roi = rois + k * 5;
+    const B* roi = rois + k * 5;
     const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
     const A count = roi::SampleCount(box);
     const T* image =
@@ -182,23 +182,23 @@ __global__ void __launch_bounds__(kBoxGradThreads)
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      float* out = grad_rois + k * 5;
+      B* out = grad_rois + k * 5;
       out[0] = 0;
-      for (int j = 0; j < 4; ++j)
-        out[j + 1] = static_cast<float>(partial[j][0]);
+      for (int j = 0; j < 4; ++j) out[j + 1] = static_cast<B>(partial[j][0]);
     }
     __syncthreads();
   }
 }
 
 // Row k of `checked`: box k of `rois`, or NullBox where it fails RoiOk.
+template <typename B>
 __global__ void CheckBoxesKernel(int64_t num_rois, int64_t batch,
                                  float spatial_scale,
-                                 const float* __restrict__ rois,
-                                 float* __restrict__ checked) {
+                                 const B* __restrict__ rois,
+                                 B* __restrict__ checked) {
   for (int64_t k : GpuGridRangeX<int64_t>(num_rois)) {
-    const float* roi = rois + k * 5;
-    float* out = checked + k * 5;
+    const B* roi = rois + k * 5;
+    B* out = checked + k * 5;
     if (roi::RoiOk(roi, batch, spatial_scale)) {
       for (int i = 0; i < 5; ++i) out[i] = roi[i];
     } else {
@@ -211,25 +211,25 @@ __global__ void CheckBoxesKernel(int64_t num_rois, int64_t batch,
 
 namespace functor {
 
-template <typename T>
-struct RoiAlign<GPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlign<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args,
-                  const T* features, const float* rois, T* pooled) {
+                  const T* features, const B* rois, T* pooled) {
     const int64_t size = roi::PooledSize(args);
     roi::WithChannelGroups(args, [&](auto index, auto channels) {
       typedef decltype(index) I;
       constexpr int V = decltype(channels)::value;
       const I groups = static_cast<I>(size / V);
-      LaunchGpuLoop(RoiAlignKernel<T, I, V>, groups, d, groups, args, features,
-                    rois, pooled);
+      LaunchGpuLoop(RoiAlignKernel<T, B, I, V>, groups, d, groups, args,
+                    features, rois, pooled);
     });
   }
 };
 
-template <typename T>
-struct RoiAlignGrad<GPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlignGrad<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, T* grad_features) {
+                  const B* rois, T* grad_features) {
     roi::ZeroFeatures(d, args, grad_features);
     const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
@@ -237,37 +237,47 @@ struct RoiAlignGrad<GPUDevice, T> {
       typedef decltype(index) I;
       constexpr int V = decltype(channels)::value;
       const I groups = static_cast<I>(size / V);
-      LaunchGpuLoop(RoiAlignGradKernel<T, I, V>, groups, d, groups, args, grads,
-                    rois, grad_features);
+      LaunchGpuLoop(RoiAlignGradKernel<T, B, I, V>, groups, d, groups, args,
+                    grads, rois, grad_features);
     });
   }
 };
 
-template <typename T>
-struct RoiAlignGradBoxes<GPUDevice, T> {
+template <typename T, typename B>
+struct RoiAlignGradBoxes<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const T* features, const float* rois, float* grad_rois) {
+                  const T* features, const B* rois, B* grad_rois) {
     // A block per box, up to what one launch may hold; blocks loop beyond.
     const int64_t blocks = std::min<int64_t>(args.shape.num_rois, 65535);
-    LaunchGpuKernel(RoiAlignGradBoxesKernel<T>,
+    LaunchGpuKernel(RoiAlignGradBoxesKernel<T, B>,
                     dim3(static_cast<unsigned>(blocks)), dim3(kBoxGradThreads),
                     d, args, grads, features, rois, grad_rois);
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                    \
-  template struct RoiAlign<GPUDevice, T>;     \
-  template struct RoiAlignGrad<GPUDevice, T>; \
-  template struct RoiAlignGradBoxes<GPUDevice, T>;
+// Float boxes with every feature type, double boxes with double features
+// (roi::BoxTypesOk).
+#define DEFINE_GPU_SPEC_BOXES(T, B)              \
+  template struct RoiAlign<GPUDevice, T, B>;     \
+  template struct RoiAlignGrad<GPUDevice, T, B>; \
+  template struct RoiAlignGradBoxes<GPUDevice, T, B>;
+#define DEFINE_GPU_SPEC(T) DEFINE_GPU_SPEC_BOXES(T, float)
 TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
+DEFINE_GPU_SPEC_BOXES(double, double)
 #undef DEFINE_GPU_SPEC
+#undef DEFINE_GPU_SPEC_BOXES
 
+template <typename B>
 void CheckBoxesGpu(const GPUDevice& d, int64_t num_rois, int64_t batch,
-                   float spatial_scale, const float* rois, float* checked) {
+                   float spatial_scale, const B* rois, B* checked) {
   if (num_rois == 0) return;
-  LaunchGpuLoop(CheckBoxesKernel, num_rois, d, num_rois, batch, spatial_scale,
-                rois, checked);
+  LaunchGpuLoop(CheckBoxesKernel<B>, num_rois, d, num_rois, batch,
+                spatial_scale, rois, checked);
 }
+template void CheckBoxesGpu(const GPUDevice&, int64_t, int64_t, float,
+                            const float*, float*);
+template void CheckBoxesGpu(const GPUDevice&, int64_t, int64_t, float,
+                            const double*, double*);
 
 }  // namespace functor
 }  // namespace customops

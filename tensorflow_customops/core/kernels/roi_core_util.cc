@@ -6,8 +6,8 @@ namespace tensorflow {
 namespace customops {
 namespace roi {
 
-RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
-                             int64_t batch) {
+template <typename B>
+RoisByImage GroupRoisByImage(const B* rois, int64_t num_rois, int64_t batch) {
   RoisByImage groups;
   groups.begin.assign(batch + 1, 0);
   for (int64_t k = 0; k < num_rois; ++k) {
@@ -21,6 +21,8 @@ RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
   }
   return groups;
 }
+template RoisByImage GroupRoisByImage(const float*, int64_t, int64_t);
+template RoisByImage GroupRoisByImage(const double*, int64_t, int64_t);
 
 }  // namespace roi
 }  // namespace customops

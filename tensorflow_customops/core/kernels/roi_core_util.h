@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -25,8 +26,8 @@ struct RoisByImage {
   std::vector<int64_t> order;
   std::vector<int64_t> begin;
 };
-RoisByImage GroupRoisByImage(const float* rois, int64_t num_rois,
-                             int64_t batch);
+template <typename B>
+RoisByImage GroupRoisByImage(const B* rois, int64_t num_rois, int64_t batch);
 
 // out[j * out_stride + i] = in[i * in_stride + j] for i < rows, j < cols, in
 // tiles that stay in the L1 cache; converts S to D.
@@ -250,6 +251,29 @@ inline RoiArgs BackwardArgs(const CPUDevice&, const RoiArgs& args) {
 }
 inline RoiArgs BackwardArgs(const GPUDevice&, const RoiArgs& args) {
   return args;
+}
+
+// RunKernel of kernel(d, T(), B()) for features of `dtype` (T) and boxes of
+// `boxes_dtype` (B), a pair BoxTypesOk accepts.
+template <typename Kernel>
+TfcoError RunRoiKernel(const char* op, const TfcoDevice* device,
+                       TfcoDtype dtype, TfcoDtype boxes_dtype,
+                       Kernel&& kernel) {
+  if (!BoxTypesOk(dtype, boxes_dtype)) {
+    ClearError();
+    RecordError(std::string(op) + ": no kernel for features of element type " +
+                std::to_string(static_cast<int>(dtype)) +
+                " with boxes of element type " +
+                std::to_string(static_cast<int>(boxes_dtype)));
+    return CurrentError();
+  }
+  if (boxes_dtype == TFCO_DOUBLE) {
+    return RunKernel<TypeList<double>, TypeList<double>>(
+        op, device, dtype,
+        [&](const auto& d, auto t) { kernel(d, t, double()); });
+  }
+  return RunKernel<FloatTypes, FloatTypes>(
+      op, device, dtype, [&](const auto& d, auto t) { kernel(d, t, float()); });
 }
 
 // The name of a kernel of `kind` in error messages.

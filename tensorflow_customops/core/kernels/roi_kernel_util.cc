@@ -13,10 +13,14 @@ namespace roi {
 
 namespace {
 
-// Checks rois: float [K, 5] (CheckRoisShape) with valid values
+// Checks rois: [K, 5] (CheckRoisShape), float or double, with valid values
 // (CheckRoiValues). Fills shape->num_rois.
 Status ValidateRois(const Tensor& rois, float spatial_scale, RoiShape* shape) {
   TF_RETURN_IF_ERROR(CheckRoisShape(rois.shape(), shape));
+  if (rois.dtype() == DT_DOUBLE) {
+    return CheckRoiValues(rois.flat<double>().data(), shape->num_rois,
+                          shape->batch, spatial_scale);
+  }
   return CheckRoiValues(rois.flat<float>().data(), shape->num_rois,
                         shape->batch, spatial_scale);
 }
@@ -62,15 +66,14 @@ Status ValidateArgmax(OpKernelContext* context, const Tensor& argmax,
 // device copy, made once per call.
 Status PlaceRois(OpKernelContext* context, const Tensor& rois,
                  const RoiKernelOptions& options, RoiCall* call) {
-  call->rois = rois.flat<float>().data();
+  call->rois = rois.data();
   if (!options.on_gpu || call->empty) return OkStatus();
   TF_RETURN_IF_ERROR(
-      context->allocate_temp(DT_FLOAT, rois.shape(), &call->device_rois));
-  float* device = call->device_rois.flat<float>().data();
+      context->allocate_temp(rois.dtype(), rois.shape(), &call->device_rois));
+  void* device = call->device_rois.data();
   const CoreDevice core_device(context, /*on_gpu=*/true);
-  TF_RETURN_IF_ERROR(
-      CoreStatus(TfcoCopyToGpu(core_device.get(), call->rois, device,
-                               rois.NumElements() * sizeof(float))));
+  TF_RETURN_IF_ERROR(CoreStatus(
+      TfcoCopyToGpu(core_device.get(), call->rois, device, rois.TotalBytes())));
   call->rois = device;
   return OkStatus();
 }

@@ -33,7 +33,7 @@ constexpr RoiKernelOptions OptionsFor() {
 // What a kernel knows once its inputs are validated and outputs allocated.
 struct RoiCall {
   RoiArgs args;                     // layouts as the tensors are
-  const float* rois = nullptr;      // the validated rois where the kernel runs
+  const void* rois = nullptr;       // the validated rois where the kernel runs
   const int32_t* argmax = nullptr;  // RoiPoolGrad's argmax input
   Tensor* outputs[2] = {};          // forward outputs (pooled, argmax)
   Tensor* grad_features = nullptr;  // gradient output
@@ -62,14 +62,14 @@ Status PrepareBoxGradient(OpKernelContext* context, const RoiAttrs& attrs,
 
 // The op kernels of every RoI op and gradient: `kind`'s attrs, validation,
 // then a family's launcher, Launch, which calls the core's entry points:
-//   static TfcoError Forward(const TfcoDevice*, TfcoDtype,
-//                            const RoiArgs*, const void* features,
-//                            const float* rois, void* pooled,
-//                            int32_t* argmax);
-//   static TfcoError Backward(const TfcoDevice*, TfcoDtype,
-//                             const RoiArgs*, const void* grads,
-//                             const float* rois, const int32_t* argmax,
-//                             void* grad_features);
+//   static TfcoError Forward(const TfcoDevice*, TfcoDtype dtype,
+//                            TfcoDtype boxes_dtype, const RoiArgs*,
+//                            const void* features, const void* rois,
+//                            void* pooled, int32_t* argmax);
+//   static TfcoError Backward(const TfcoDevice*, TfcoDtype dtype,
+//                             TfcoDtype boxes_dtype, const RoiArgs*,
+//                             const void* grads, const void* rois,
+//                             const int32_t* argmax, void* grad_features);
 // (argmax is RoiPool's second output and RoiPoolGrad's input, null for the
 // other kinds).
 template <RoiKind kKind>
@@ -77,10 +77,14 @@ class RoiOpKernel : public OpKernel {
  public:
   explicit RoiOpKernel(OpKernelConstruction* context) : OpKernel(context) {
     OP_REQUIRES_OK(context, ReadRoiAttrs(context, kKind, &attrs_));
+    DataType boxes;
+    OP_REQUIRES_OK(context, ReadBoxesDtype(context, &boxes));
+    boxes_dtype_ = boxes == DT_DOUBLE ? TFCO_DOUBLE : TFCO_FLOAT;
   }
 
  protected:
   RoiAttrs attrs_;
+  TfcoDtype boxes_dtype_;  // of rois (and of a box gradient)
 };
 
 template <typename Device, typename T, RoiKind kKind, typename Launch>
@@ -98,10 +102,11 @@ class RoiForwardOp : public RoiOpKernel<kKind> {
     int32_t* argmax = call.outputs[1] != nullptr
                           ? call.outputs[1]->flat<int32_t>().data()
                           : nullptr;
-    OP_REQUIRES_OK(context, CoreStatus(Launch::Forward(
-                                device.get(), CoreDtype<T>(), &call.args,
-                                context->input(0).data(), call.rois,
-                                call.outputs[0]->data(), argmax)));
+    OP_REQUIRES_OK(
+        context, CoreStatus(Launch::Forward(device.get(), CoreDtype<T>(),
+                                            this->boxes_dtype_, &call.args,
+                                            context->input(0).data(), call.rois,
+                                            call.outputs[0]->data(), argmax)));
   }
 };
 
@@ -117,10 +122,11 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
                    PrepareBackward(context, this->attrs_, options, &call));
     if (call.empty) return;
     const CoreDevice device(context, options.on_gpu);
-    OP_REQUIRES_OK(context, CoreStatus(Launch::Backward(
-                                device.get(), CoreDtype<T>(), &call.args,
-                                context->input(0).data(), call.rois,
-                                call.argmax, call.grad_features->data())));
+    OP_REQUIRES_OK(context,
+                   CoreStatus(Launch::Backward(
+                       device.get(), CoreDtype<T>(), this->boxes_dtype_,
+                       &call.args, context->input(0).data(), call.rois,
+                       call.argmax, call.grad_features->data())));
   }
 };
 
@@ -130,9 +136,11 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
 
 // Registers the kernels of CustomOps>`op` and its gradient for type T on
 // `device` (DEVICE_CPU or DEVICE_GPU; DeviceType is the Eigen device), built
-// from RoiForwardOp and RoiBackwardOp with `Launch`. rois and features_shape
-// live in host memory: every box (its batch index above all) is validated on
-// the host before anything is launched.
+// from RoiForwardOp and RoiBackwardOp with `Launch`, for every boxes' type
+// Tboxes (the kernels refuse the pairs BoxTypesOk does not accept when they
+// are built). rois and features_shape live in host memory: every box (its
+// batch index above all) is validated on the host before anything is
+// launched.
 #define TFCO_REGISTER_ROI_KERNELS(device, DeviceType, op, kind, Launch, T) \
   REGISTER_KERNEL_BUILDER(                                                 \
       Name("CustomOps>" op)                                                \

@@ -56,9 +56,9 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
 // Whether a box [batch_index, x1, y1, x2, y2] passes the regular kernels'
 // checks (CheckRoiValues in roi_shape_util names the one it fails): every
 // coordinate finite and, once scaled, within kMaxScaledCoordinate; the batch
-// index an integer in [0, batch).
-EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool RoiOk(const float* roi,
-                                                 int64_t batch,
+// index an integer in [0, batch). B is the boxes' type, float or double.
+template <typename B>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool RoiOk(const B* roi, int64_t batch,
                                                  float spatial_scale) {
   for (int i = 0; i < 5; ++i) {
     if (!Eigen::numext::isfinite(roi[i])) return false;
@@ -69,19 +69,29 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool RoiOk(const float* roi,
       return false;
     }
   }
-  const float index = roi[0];
+  const B index = roi[0];
   return index == Eigen::numext::floor(index) && index >= 0 &&
-         index < static_cast<float>(batch);
+         index < static_cast<B>(batch);
+}
+
+// Whether features of `dtype` take boxes of `boxes_dtype`: float boxes go with
+// every feature type, double boxes with double features only, so that box
+// coordinates are never computed in a type wider than the features' (the
+// kernels' accumulation type, AccumulatorType, is the coordinates' type).
+inline bool BoxTypesOk(TfcoDtype dtype, TfcoDtype boxes_dtype) {
+  return boxes_dtype == TFCO_FLOAT ||
+         (boxes_dtype == TFCO_DOUBLE && dtype == TFCO_DOUBLE);
 }
 
 // What the GPU lowering under XLA, which cannot raise, pools in place of a box
 // that fails RoiOk: a point four pixels above and left of image 0's map, which
 // every RoI kernel pools to zeros (argmax -1) and gives no gradient, as the
 // HLO lowering treats such a box.
+template <typename B>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void NullBox(float spatial_scale,
-                                                   float* roi) {
+                                                   B* roi) {
   roi[0] = 0;
-  for (int i = 1; i < 5; ++i) roi[i] = -4 / spatial_scale;
+  for (int i = 1; i < 5; ++i) roi[i] = static_cast<B>(-4 / spatial_scale);
 }
 
 // Element offsets of a 4-D tensor in NHWC or NCHW layout, as strides of the
@@ -250,10 +260,11 @@ struct AlignBox {
 // The geometry of `roi` for the bilinear kinds. RoiAlign with aligned=false
 // keeps the legacy "at least 1x1" box; PsRoiAlign never enlarges boxes. Both
 // shift by half a pixel when aligned. A sampling_ratio <= 0 asks for the
-// adaptive grid.
-template <typename A>
+// adaptive grid. The boxes' type B is never wider than A: double boxes come
+// with double features only.
+template <typename A, typename B>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE AlignBox<A> MakeAlignBox(
-    const RoiAttrs& attrs, const float* roi) {
+    const RoiAttrs& attrs, const B* roi) {
   const A offset = attrs.aligned ? A(0.5) : A(0);
   const A scale = static_cast<A>(attrs.spatial_scale);
   AlignBox<A> box;
@@ -286,10 +297,10 @@ struct BinRange {
 // torchvision's RoIPool rounds the box to whole pixels (half away from zero),
 // counts the end pixel as inside (+1) and clips bins to [0, size]. PsRoIPool
 // does not count the end pixel and clips to [0, size - 1]. A is the type
-// torchvision computes the bin size in.
-template <typename A>
+// torchvision computes the bin size in; B, the boxes' type, is never wider.
+template <typename A, typename B>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE BinRange
-PoolBin(float roi_start, float roi_end, float spatial_scale, int bin, int bins,
+PoolBin(B roi_start, B roi_end, float spatial_scale, int bin, int bins,
         int64_t size, bool position_sensitive) {
   const A scale = static_cast<A>(spatial_scale);
   const int64_t start =

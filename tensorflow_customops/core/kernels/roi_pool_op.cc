@@ -20,16 +20,18 @@ namespace {
 // entry points, which read the kind from the args.
 struct PoolLaunch {
   static TfcoError Forward(const TfcoDevice* device, TfcoDtype dtype,
-                           const roi::RoiArgs* args, const void* features,
-                           const float* rois, void* pooled, int32_t* argmax) {
-    return TfcoRoiPool(device, dtype, args, features, rois, pooled, argmax);
+                           TfcoDtype boxes_dtype, const roi::RoiArgs* args,
+                           const void* features, const void* rois, void* pooled,
+                           int32_t* argmax) {
+    return TfcoRoiPool(device, dtype, boxes_dtype, args, features, rois, pooled,
+                       argmax);
   }
   static TfcoError Backward(const TfcoDevice* device, TfcoDtype dtype,
-                            const roi::RoiArgs* args, const void* grads,
-                            const float* rois, const int32_t* argmax,
-                            void* grad_features) {
-    return TfcoRoiPoolGrad(device, dtype, args, grads, rois, argmax,
-                           grad_features);
+                            TfcoDtype boxes_dtype, const roi::RoiArgs* args,
+                            const void* grads, const void* rois,
+                            const int32_t* argmax, void* grad_features) {
+    return TfcoRoiPoolGrad(device, dtype, boxes_dtype, args, grads, rois,
+                           argmax, grad_features);
   }
 };
 

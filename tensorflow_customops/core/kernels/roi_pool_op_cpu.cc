@@ -67,10 +67,10 @@ int64_t PixelsPerBin(const roi::RoiArgs& args) {
 
 namespace functor {
 
-template <typename T>
-struct RoiPool<CPUDevice, T> {
+template <typename T, typename B>
+struct RoiPool<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* features_in, const float* rois, T* pooled,
+                  const T* features_in, const B* rois, T* pooled,
                   int32_t* argmax) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
@@ -87,7 +87,7 @@ struct RoiPool<CPUDevice, T> {
           std::vector<T> pooled_scratch(out.n_stride);
           std::vector<int32_t> argmax_scratch(out.n_stride);
           for (int64_t k = begin; k < end; ++k) {
-            const float* roi = rois + k * 5;
+            const B* roi = rois + k * 5;
             const A* image =
                 features + static_cast<int64_t>(roi[0]) * in.n_stride;
             T* box_pooled = roi::BoxOutput(out, pooled + k * out.n_stride,
@@ -128,10 +128,10 @@ struct RoiPool<CPUDevice, T> {
   }
 };
 
-template <typename T>
-struct RoiPoolGrad<CPUDevice, T> {
+template <typename T, typename B>
+struct RoiPoolGrad<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, const int32_t* argmax, T* grad_features) {
+                  const B* rois, const int32_t* argmax, T* grad_features) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -211,10 +211,10 @@ struct RoiPoolGrad<CPUDevice, T> {
   }
 };
 
-template <typename T>
-struct PsRoiPool<CPUDevice, T> {
+template <typename T, typename B>
+struct PsRoiPool<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args,
-                  const T* features_in, const float* rois, T* pooled) {
+                  const T* features_in, const B* rois, T* pooled) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -230,7 +230,7 @@ struct PsRoiPool<CPUDevice, T> {
           std::vector<A> sum(s.out_channels);
           std::vector<T> scratch(out.n_stride);
           for (int64_t k = begin; k < end; ++k) {
-            const float* roi = rois + k * 5;
+            const B* roi = rois + k * 5;
             T* box_out =
                 roi::BoxOutput(out, pooled + k * out.n_stride, scratch.data());
             for (int ph = 0; ph < a.pooled_height; ++ph) {
@@ -267,10 +267,10 @@ struct PsRoiPool<CPUDevice, T> {
   }
 };
 
-template <typename T>
-struct PsRoiPoolGrad<CPUDevice, T> {
+template <typename T, typename B>
+struct PsRoiPoolGrad<CPUDevice, T, B> {
   void operator()(const CPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, T* grad_features) {
+                  const B* rois, T* grad_features) {
     typedef typename roi::AccumulatorType<T>::type A;
     const roi::RoiShape& s = args.shape;
     const roi::RoiAttrs& a = args.attrs;
@@ -287,7 +287,7 @@ struct PsRoiPoolGrad<CPUDevice, T> {
           std::vector<A> g_row(a.pooled_width * s.out_channels);
           for (int64_t r = by_image.begin[n]; r < by_image.begin[n + 1]; ++r) {
             const int64_t k = by_image.order[r];
-            const float* roi = rois + k * 5;
+            const B* roi = rois + k * 5;
             for (int ph = 0; ph < a.pooled_height; ++ph) {
               const roi::BinRange h =
                   roi::PoolBin<A>(roi[2], roi[4], a.spatial_scale, ph,
@@ -330,46 +330,50 @@ struct PsRoiPoolGrad<CPUDevice, T> {
 }  // namespace tensorflow
 
 extern "C" TfcoError TfcoRoiPool(
-    const TfcoDevice* device, TfcoDtype dtype,
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* features,
-    const float* rois, void* pooled, int32_t* argmax) {
+    const void* rois, void* pooled, int32_t* argmax) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      roi::KindName(args->attrs.kind), device, dtype,
-      [&](const auto& d, auto t) {
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
         typedef decltype(t) T;
+        typedef decltype(b) B;
         typedef std::decay_t<decltype(d)> Device;
+        const B* boxes = static_cast<const B*>(rois);
         roi::ReadFeaturesChannelsLast(
             d, *args, static_cast<const T*>(features),
             [&](const roi::RoiArgs& a, const T* x) {
               if (a.attrs.kind == roi::RoiKind::kPsPool) {
-                functor::PsRoiPool<Device, T>()(d, a, x, rois,
-                                                static_cast<T*>(pooled));
+                functor::PsRoiPool<Device, T, B>()(d, a, x, boxes,
+                                                   static_cast<T*>(pooled));
               } else {
-                functor::RoiPool<Device, T>()(d, a, x, rois,
-                                              static_cast<T*>(pooled), argmax);
+                functor::RoiPool<Device, T, B>()(
+                    d, a, x, boxes, static_cast<T*>(pooled), argmax);
               }
             });
       });
 }
 
 extern "C" TfcoError TfcoRoiPoolGrad(
-    const TfcoDevice* device, TfcoDtype dtype,
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const float* rois, const int32_t* argmax, void* grad_features) {
+    const void* rois, const int32_t* argmax, void* grad_features) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      roi::KindName(args->attrs.kind), device, dtype,
-      [&](const auto& d, auto t) {
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
         typedef decltype(t) T;
+        typedef decltype(b) B;
         typedef std::decay_t<decltype(d)> Device;
         const roi::RoiArgs a = roi::BackwardArgs(d, *args);
         const T* g = static_cast<const T*>(grads);
+        const B* boxes = static_cast<const B*>(rois);
         T* out = static_cast<T*>(grad_features);
         if (a.attrs.kind == roi::RoiKind::kPsPool) {
-          functor::PsRoiPoolGrad<Device, T>()(d, a, g, rois, out);
+          functor::PsRoiPoolGrad<Device, T, B>()(d, a, g, boxes, out);
         } else {
-          functor::RoiPoolGrad<Device, T>()(d, a, g, rois, argmax, out);
+          functor::RoiPoolGrad<Device, T, B>()(d, a, g, boxes, argmax, out);
         }
       });
 }

@@ -19,10 +19,10 @@ namespace customops {
 
 namespace {
 
-template <typename T, typename I>
+template <typename T, typename B, typename I>
 __global__ void RoiPoolKernel(I size, roi::RoiArgs args,
                               const T* __restrict__ features,
-                              const float* __restrict__ rois,
+                              const B* __restrict__ rois,
                               T* __restrict__ pooled,
                               int32_t* __restrict__ argmax) {
   typedef typename roi::AccumulatorType<T>::type A;
@@ -30,7 +30,7 @@ __global__ void RoiPoolKernel(I size, roi::RoiArgs args,
   for (I i : GpuGridRangeX<I>(size)) {
     const roi::PooledIndex idx =
         roi::DecodePooled(i, args, args.shape.out_channels);
-    const float* roi = rois + idx.k * 5;
+    const B* roi = rois + idx.k * 5;
     roi::BinRange h, w;
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
     const bool empty = h.end <= h.start || w.end <= w.start;
@@ -52,10 +52,10 @@ __global__ void RoiPoolKernel(I size, roi::RoiArgs args,
   }
 }
 
-template <typename T, typename I>
+template <typename T, typename B, typename I>
 __global__ void RoiPoolGradKernel(I size, roi::RoiArgs args,
                                   const T* __restrict__ grads,
-                                  const float* __restrict__ rois,
+                                  const B* __restrict__ rois,
                                   const int32_t* __restrict__ argmax,
                                   T* __restrict__ grad_features) {
   const roi::Layout& in = args.features_layout;
@@ -76,13 +76,13 @@ __global__ void RoiPoolGradKernel(I size, roi::RoiArgs args,
 
 // The pixel ranges of the bin of PS pooled element i, and the offset in the
 // features of its input channel's first pixel.
-template <typename A, typename I>
+template <typename A, typename B, typename I>
 __device__ inline int64_t PsBin(I i, const roi::RoiArgs& args,
-                                const float* __restrict__ rois,
-                                roi::BinRange* h, roi::BinRange* w) {
+                                const B* __restrict__ rois, roi::BinRange* h,
+                                roi::BinRange* w) {
   const roi::PooledIndex idx =
       roi::DecodePooled(i, args, args.shape.out_channels);
-  const float* roi = rois + idx.k * 5;
+  const B* roi = rois + idx.k * 5;
   roi::PoolBins<A>(args, roi, idx.ph, idx.pw, h, w);
   const roi::RoiAttrs& a = args.attrs;
   const int64_t c_in =
@@ -91,16 +91,16 @@ __device__ inline int64_t PsBin(I i, const roi::RoiArgs& args,
          c_in * args.features_layout.c_stride;
 }
 
-template <typename T, typename I>
+template <typename T, typename B, typename I>
 __global__ void PsRoiPoolKernel(I size, roi::RoiArgs args,
                                 const T* __restrict__ features,
-                                const float* __restrict__ rois,
+                                const B* __restrict__ rois,
                                 T* __restrict__ pooled) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   for (I i : GpuGridRangeX<I>(size)) {
     roi::BinRange h, w;
-    const T* channel = features + PsBin<A>(i, args, rois, &h, &w);
+    const T* channel = features + PsBin<A, B>(i, args, rois, &h, &w);
     A sum = 0;
     for (int64_t y = h.start; y < h.end; ++y) {
       for (int64_t x = w.start; x < w.end; ++x) {
@@ -114,16 +114,16 @@ __global__ void PsRoiPoolKernel(I size, roi::RoiArgs args,
   }
 }
 
-template <typename T, typename I>
+template <typename T, typename B, typename I>
 __global__ void PsRoiPoolGradKernel(I size, roi::RoiArgs args,
                                     const T* __restrict__ grads,
-                                    const float* __restrict__ rois,
+                                    const B* __restrict__ rois,
                                     T* __restrict__ grad_features) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
   for (I i : GpuGridRangeX<I>(size)) {
     roi::BinRange h, w;
-    T* channel = grad_features + PsBin<A>(i, args, rois, &h, &w);
+    T* channel = grad_features + PsBin<A, B>(i, args, rois, &h, &w);
     if (h.end <= h.start || w.end <= w.start) continue;
     const T g =
         static_cast<T>(static_cast<A>(grads[i]) /
@@ -140,70 +140,75 @@ __global__ void PsRoiPoolGradKernel(I size, roi::RoiArgs args,
 
 namespace functor {
 
-template <typename T>
-struct RoiPool<GPUDevice, T> {
+template <typename T, typename B>
+struct RoiPool<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args,
-                  const T* features, const float* rois, T* pooled,
+                  const T* features, const B* rois, T* pooled,
                   int32_t* argmax) {
     const int64_t size = roi::PooledSize(args);
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
-      LaunchGpuLoop(RoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
+      LaunchGpuLoop(RoiPoolKernel<T, B, I>, size, d, static_cast<I>(size), args,
                     features, rois, pooled, argmax);
     });
   }
 };
 
-template <typename T>
-struct RoiPoolGrad<GPUDevice, T> {
+template <typename T, typename B>
+struct RoiPoolGrad<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, const int32_t* argmax, T* grad_features) {
+                  const B* rois, const int32_t* argmax, T* grad_features) {
     roi::ZeroFeatures(d, args, grad_features);
     const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
-      LaunchGpuLoop(RoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
+      LaunchGpuLoop(RoiPoolGradKernel<T, B, I>, size, d, static_cast<I>(size),
                     args, grads, rois, argmax, grad_features);
     });
   }
 };
 
-template <typename T>
-struct PsRoiPool<GPUDevice, T> {
+template <typename T, typename B>
+struct PsRoiPool<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args,
-                  const T* features, const float* rois, T* pooled) {
+                  const T* features, const B* rois, T* pooled) {
     const int64_t size = roi::PooledSize(args);
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
-      LaunchGpuLoop(PsRoiPoolKernel<T, I>, size, d, static_cast<I>(size), args,
-                    features, rois, pooled);
+      LaunchGpuLoop(PsRoiPoolKernel<T, B, I>, size, d, static_cast<I>(size),
+                    args, features, rois, pooled);
     });
   }
 };
 
-template <typename T>
-struct PsRoiPoolGrad<GPUDevice, T> {
+template <typename T, typename B>
+struct PsRoiPoolGrad<GPUDevice, T, B> {
   void operator()(const GPUDevice& d, const roi::RoiArgs& args, const T* grads,
-                  const float* rois, T* grad_features) {
+                  const B* rois, T* grad_features) {
     roi::ZeroFeatures(d, args, grad_features);
     const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
     roi::WithIndexType(size, args.features_layout, [&](auto index) {
       typedef decltype(index) I;
-      LaunchGpuLoop(PsRoiPoolGradKernel<T, I>, size, d, static_cast<I>(size),
+      LaunchGpuLoop(PsRoiPoolGradKernel<T, B, I>, size, d, static_cast<I>(size),
                     args, grads, rois, grad_features);
     });
   }
 };
 
-#define DEFINE_GPU_SPEC(T)                   \
-  template struct RoiPool<GPUDevice, T>;     \
-  template struct RoiPoolGrad<GPUDevice, T>; \
-  template struct PsRoiPool<GPUDevice, T>;   \
-  template struct PsRoiPoolGrad<GPUDevice, T>;
+// Float boxes with every feature type, double boxes with double features
+// (roi::BoxTypesOk).
+#define DEFINE_GPU_SPEC_BOXES(T, B)             \
+  template struct RoiPool<GPUDevice, T, B>;     \
+  template struct RoiPoolGrad<GPUDevice, T, B>; \
+  template struct PsRoiPool<GPUDevice, T, B>;   \
+  template struct PsRoiPoolGrad<GPUDevice, T, B>;
+#define DEFINE_GPU_SPEC(T) DEFINE_GPU_SPEC_BOXES(T, float)
 TFCO_CALL_FLOAT_TYPES(DEFINE_GPU_SPEC)
+DEFINE_GPU_SPEC_BOXES(double, double)
 #undef DEFINE_GPU_SPEC
+#undef DEFINE_GPU_SPEC_BOXES
 
 }  // namespace functor
 }  // namespace customops

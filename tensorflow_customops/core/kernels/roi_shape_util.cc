@@ -40,6 +40,24 @@ Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
   return OkStatus();
 }
 
+Status CheckBoxesDtype(DataType features, DataType boxes) {
+  // BoxTypesOk's rule; Tboxes is float or double by the OpDef.
+  if (boxes == DT_DOUBLE && features != DT_DOUBLE) {
+    return errors::InvalidArgument(
+        "rois are double (Tboxes) but features are ", DataTypeString(features),
+        " (T): double rois need double features; cast the rois to float32 or "
+        "the features to float64");
+  }
+  return OkStatus();
+}
+
+Status ReadBoxesDtype(OpKernelConstruction* context, DataType* boxes) {
+  DataType features;
+  TF_RETURN_IF_ERROR(context->GetAttr("T", &features));
+  TF_RETURN_IF_ERROR(context->GetAttr("Tboxes", boxes));
+  return CheckBoxesDtype(features, *boxes);
+}
+
 Status GetFeatureSizes(const TensorShape& features_shape, const RoiAttrs& attrs,
                        const char* arg_name, RoiShape* shape) {
   if (features_shape.dims() != 4) {
@@ -136,10 +154,11 @@ Status CheckPooledGradShape(const TensorShape& grad_shape,
   return OkStatus();
 }
 
-Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
+template <typename B>
+Status CheckRoiValues(const B* rois, int64_t num_rois, int64_t batch,
                       float spatial_scale) {
   for (int64_t k = 0; k < num_rois; ++k) {
-    const float* roi = rois + k * 5;
+    const B* roi = rois + k * 5;
     if (RoiOk(roi, batch, spatial_scale)) continue;
     for (int i = 0; i < 5; ++i) {
       if (!std::isfinite(roi[i])) {
@@ -159,9 +178,9 @@ Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
             "coordinates and spatial_scale)");
       }
     }
-    const float index = roi[0];
+    const B index = roi[0];
     if (index != std::floor(index) || index < 0 ||
-        index >= static_cast<float>(batch)) {
+        index >= static_cast<B>(batch)) {
       return errors::InvalidArgument(
           "rois[", k, ", 0] (batch index) must be an integer in [0, ", batch,
           "), got ", index);
@@ -170,6 +189,8 @@ Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
   }
   return OkStatus();
 }
+template Status CheckRoiValues(const float*, int64_t, int64_t, float);
+template Status CheckRoiValues(const double*, int64_t, int64_t, float);
 
 bool ArgmaxInRange(const int32_t* values, int64_t begin, int64_t end,
                    int64_t area) {

@@ -25,6 +25,14 @@ namespace roi {
 Status ReadRoiAttrs(OpKernelConstruction* context, RoiKind kind,
                     RoiAttrs* attrs);
 
+// Checks the boxes' type (attr Tboxes, float or double) against the
+// features' (attr T): double boxes need double features (BoxTypesOk); the
+// error names both. The shape functions run it too.
+Status CheckBoxesDtype(DataType features, DataType boxes);
+
+// Reads Tboxes into *boxes, checked by CheckBoxesDtype.
+Status ReadBoxesDtype(OpKernelConstruction* context, DataType* boxes);
+
 // Checks that `features_shape` is a rank-4 shape in the attrs' data format and
 // fills the feature sizes of `shape`; for position-sensitive ops also checks
 // that the channels divide into pooled_height * pooled_width groups.
@@ -49,10 +57,11 @@ Status FeaturesShapeFromValues(const TensorShape& input_shape,
                                absl::Span<const int64_t> values,
                                TensorShape* out);
 
-// Checks the values of `num_rois` boxes (float [num_rois, 5]): every
-// coordinate finite and, once scaled by spatial_scale, within
+// Checks the values of `num_rois` boxes ([num_rois, 5], B float or double):
+// every coordinate finite and, once scaled by spatial_scale, within
 // kMaxScaledCoordinate; every batch index an integer in [0, batch).
-Status CheckRoiValues(const float* rois, int64_t num_rois, int64_t batch,
+template <typename B>
+Status CheckRoiValues(const B* rois, int64_t num_rois, int64_t batch,
                       float spatial_scale);
 
 // Whether every argmax value in [begin, end) is -1 or a pixel index in

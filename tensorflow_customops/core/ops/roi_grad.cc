@@ -9,6 +9,7 @@
 
 #include "tensorflow/core/framework/function.h"
 #include "tensorflow/core/framework/node_def_util.h"
+#include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/lib/core/errors.h"
 
 namespace tensorflow {
@@ -29,6 +30,18 @@ std::vector<std::string> AttrDefs(bool has_sampling_ratio, bool has_aligned) {
 
 typedef std::vector<std::pair<std::string, FDH::AttrValueWrapper>> AttrList;
 
+// The boxes' type: the forward's Tboxes, or float for SymbolicGradient nodes
+// written before the ops had it.
+Status BoxesDtype(const AttrSlice& attrs, DataType* boxes) {
+  *boxes = DT_FLOAT;
+  if (attrs.Find("Tboxes") == nullptr) return OkStatus();
+  return GetNodeAttr(attrs, "Tboxes", boxes);
+}
+
+std::string RoisArg(const std::string& name, DataType boxes) {
+  return name + ": " + DataTypeString(boxes);
+}
+
 AttrList AttrRefs(bool has_sampling_ratio, bool has_aligned) {
   AttrList refs = {{"T", "$T"},
                    {"pooled_height", "$pooled_height"},
@@ -43,26 +56,29 @@ AttrList AttrRefs(bool has_sampling_ratio, bool has_aligned) {
 // d(features) from the gradient op fed (dpooled, rois, shape(features));
 // d(rois) from the box gradient op fed (dpooled, features, rois), or zero
 // where `box_grad_op` is empty. `fixed_attrs` are set on both as values rather
-// than passed through.
-FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
-                                  const std::string& box_grad_op,
-                                  bool has_sampling_ratio, bool has_aligned,
-                                  const AttrList& fixed_attrs = {}) {
+// than passed through; the boxes' type (`attrs`' Tboxes) is one of them.
+Status BilinearOrAverageGrad(const AttrSlice& attrs, const std::string& grad_op,
+                             const std::string& box_grad_op,
+                             bool has_sampling_ratio, bool has_aligned,
+                             const AttrList& fixed_attrs, FunctionDef* g) {
+  DataType boxes;
+  TF_RETURN_IF_ERROR(BoxesDtype(attrs, &boxes));
   AttrList grad_op_attrs = AttrRefs(has_sampling_ratio, has_aligned);
   grad_op_attrs.insert(grad_op_attrs.end(), fixed_attrs.begin(),
                        fixed_attrs.end());
+  grad_op_attrs.push_back({"Tboxes", boxes});
   FDH::Node drois =
       box_grad_op.empty()
-          ? FDH::Node{{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}}
+          ? FDH::Node{{"drois"}, "ZerosLike", {"rois"}, {{"T", boxes}}}
           : FDH::Node{{"drois"},
                       box_grad_op,
                       {"dpooled", "features", "rois"},
                       grad_op_attrs};
-  return FDH::Define(
+  *g = FDH::Define(
       // Arg defs
-      {"features: T", "rois: float", "dpooled: T"},
+      {"features: T", RoisArg("rois", boxes), "dpooled: T"},
       // Ret val defs
-      {"dfeatures: T", "drois: float"},
+      {"dfeatures: T", RoisArg("drois", boxes)},
       // Attr defs
       AttrDefs(has_sampling_ratio, has_aligned),
       // Nodes
@@ -77,13 +93,14 @@ FunctionDef BilinearOrAverageGrad(const std::string& grad_op,
            grad_op_attrs},
           drois,
       });
+  return OkStatus();
 }
 
 Status RoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
-  *g = BilinearOrAverageGrad("CustomOps>RoiAlignGrad",
-                             "CustomOps>RoiAlignGradBoxes",
-                             /*has_sampling_ratio=*/true, /*has_aligned=*/true);
-  return OkStatus();
+  return BilinearOrAverageGrad(attrs, "CustomOps>RoiAlignGrad",
+                               "CustomOps>RoiAlignGradBoxes",
+                               /*has_sampling_ratio=*/true,
+                               /*has_aligned=*/true, {}, g);
 }
 
 Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
@@ -93,29 +110,31 @@ Status PsRoiAlignGradFn(const AttrSlice& attrs, FunctionDef* g) {
   if (attrs.Find("aligned") != nullptr) {
     TF_RETURN_IF_ERROR(GetNodeAttr(attrs, "aligned", &aligned));
   }
-  *g = BilinearOrAverageGrad("CustomOps>PsRoiAlignGrad",
-                             "CustomOps>PsRoiAlignGradBoxes",
-                             /*has_sampling_ratio=*/true,
-                             /*has_aligned=*/false, {{"aligned", aligned}});
-  return OkStatus();
+  return BilinearOrAverageGrad(
+      attrs, "CustomOps>PsRoiAlignGrad", "CustomOps>PsRoiAlignGradBoxes",
+      /*has_sampling_ratio=*/true,
+      /*has_aligned=*/false, {{"aligned", aligned}}, g);
 }
 
 Status PsRoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
-  *g = BilinearOrAverageGrad("CustomOps>PsRoiPoolGrad", /*box_grad_op=*/"",
-                             /*has_sampling_ratio=*/false,
-                             /*has_aligned=*/false);
-  return OkStatus();
+  return BilinearOrAverageGrad(attrs, "CustomOps>PsRoiPoolGrad",
+                               /*box_grad_op=*/"",
+                               /*has_sampling_ratio=*/false,
+                               /*has_aligned=*/false, {}, g);
 }
 
 // RoiPool has two outputs; argmax is an index and gets no gradient. The
 // function recomputes argmax, as SymbolicGradient only sees the inputs.
 Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
-  const auto refs = AttrRefs(false, false);
+  DataType boxes;
+  TF_RETURN_IF_ERROR(BoxesDtype(attrs, &boxes));
+  AttrList refs = AttrRefs(false, false);
+  refs.push_back({"Tboxes", boxes});
   *g = FDH::Define(
       // Arg defs
-      {"features: T", "rois: float", "dpooled: T", "dargmax: int32"},
+      {"features: T", RoisArg("rois", boxes), "dpooled: T", "dargmax: int32"},
       // Ret val defs
-      {"dfeatures: T", "drois: float"},
+      {"dfeatures: T", RoisArg("drois", boxes)},
       // Attr defs
       AttrDefs(false, false),
       // Nodes
@@ -132,7 +151,7 @@ Status RoiPoolGradFn(const AttrSlice& attrs, FunctionDef* g) {
            "CustomOps>RoiPoolGrad",
            {"dpooled", "rois", "argmax", "features_shape"},
            refs},
-          {{"drois"}, "ZerosLike", {"rois"}, {{"T", DT_FLOAT}}},
+          {{"drois"}, "ZerosLike", {"rois"}, {{"T", boxes}}},
       });
   return OkStatus();
 }

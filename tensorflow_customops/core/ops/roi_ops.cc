@@ -7,6 +7,8 @@
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/framework/types.h"
+#include "tensorflow_customops/core/kernels/roi_shape_util.h"
 #include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
@@ -54,6 +56,15 @@ Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
   return shape_util::CheckNumElements(c, *out, "pooled output");
 }
 
+// Double boxes need double features: coordinates are computed in the
+// features' accumulation type.
+Status CheckBoxesDtype(InferenceContext* c) {
+  DataType features, boxes;
+  TF_RETURN_IF_ERROR(c->GetAttr("T", &features));
+  TF_RETURN_IF_ERROR(c->GetAttr("Tboxes", &boxes));
+  return customops::roi::CheckBoxesDtype(features, boxes);
+}
+
 Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
   ShapeHandle rois;
   TF_RETURN_IF_ERROR(c->WithRank(c->input(input), 2, &rois));
@@ -68,6 +79,7 @@ Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
 Status PooledShapeOf(InferenceContext* c, Family family, ShapeHandle features,
                      int rois_input, DimensionHandle* num_rois,
                      ShapeHandle* pooled) {
+  TF_RETURN_IF_ERROR(CheckBoxesDtype(c));
   TF_RETURN_IF_ERROR(RoisNumRois(c, rois_input, num_rois));
   bool nchw;
   TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
@@ -116,16 +128,17 @@ Status BoxGradShape(InferenceContext* c, Family family) {
 
 }  // namespace
 
-#define TFCO_ROI_COMMON_ATTRS                         \
-  Attr("pooled_height: int >= 1")                     \
-      .Attr("pooled_width: int >= 1")                 \
-      .Attr("spatial_scale: float = 1.0")             \
-      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'") \
-      .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+#define TFCO_ROI_COMMON_ATTRS                                \
+  Attr("pooled_height: int >= 1")                            \
+      .Attr("pooled_width: int >= 1")                        \
+      .Attr("spatial_scale: float = 1.0")                    \
+      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")        \
+      .Attr("T: {half, bfloat16, float, double} = DT_FLOAT") \
+      .Attr("Tboxes: {float, double} = DT_FLOAT")
 
 REGISTER_OP("CustomOps>RoiPool")
     .Input("features: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Output("pooled: T")
     .Output("argmax: int32")
     .TFCO_ROI_COMMON_ATTRS
@@ -138,7 +151,9 @@ pooled_width bins of whole pixels, and each bin takes the maximum.
 
 features: The feature map, [N, H, W, C] (NHWC) or [N, C, H, W] (NCHW).
 rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map.
+  coordinates; spatial_scale maps them onto the feature map. Float, or double
+  with double features: the box geometry is computed in the features'
+  accumulation type (float for half, bfloat16 and float).
 pooled: [K, pooled_height, pooled_width, C] (or [K, C, pooled_height,
   pooled_width]); 0 for empty bins.
 argmax: Same shape as pooled: h * W + w of the maximum within the box's feature
@@ -151,7 +166,7 @@ data_format: Layout of features and pooled.
 
 REGISTER_OP("CustomOps>RoiPoolGrad")
     .Input("grads: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Input("argmax: int32")
     .Input("features_shape: int32")
     .Output("grad_features: T")
@@ -174,7 +189,7 @@ grad_features: Gradient with respect to features.
 
 REGISTER_OP("CustomOps>RoiAlign")
     .Input("features: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Output("pooled: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
@@ -187,7 +202,9 @@ samples on a regular grid inside the bin, with no rounding of box coordinates.
 
 features: The feature map, [N, H, W, C] (NHWC) or [N, C, H, W] (NCHW).
 rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map.
+  coordinates; spatial_scale maps them onto the feature map. Float, or double
+  with double features: the box geometry is computed in the features'
+  accumulation type (float for half, bfloat16 and float).
 pooled: [K, pooled_height, pooled_width, C] (or [K, C, pooled_height,
   pooled_width]).
 pooled_height: Output bins along the height.
@@ -202,7 +219,7 @@ data_format: Layout of features and pooled.
 
 REGISTER_OP("CustomOps>RoiAlignGrad")
     .Input("grads: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Input("features_shape: int32")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
@@ -223,8 +240,8 @@ grad_features: Gradient with respect to features.
 REGISTER_OP("CustomOps>RoiAlignGradBoxes")
     .Input("grads: T")
     .Input("features: T")
-    .Input("rois: float")
-    .Output("grad_rois: float")
+    .Input("rois: Tboxes")
+    .Output("grad_rois: Tboxes")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
@@ -240,12 +257,13 @@ taken.
 grads: Gradient with respect to RoiAlign's output.
 features: The features given to RoiAlign.
 rois: The boxes given to RoiAlign.
-grad_rois: Gradient with respect to rois, [K, 5]; the batch index column is 0.
+grad_rois: Gradient with respect to rois, [K, 5] of their type; the batch
+  index column is 0.
 )doc");
 
 REGISTER_OP("CustomOps>PsRoiPool")
     .Input("features: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Output("pooled: T")
     .TFCO_ROI_COMMON_ATTRS
     .SetShapeFn([](InferenceContext* c) {
@@ -259,7 +277,9 @@ the bin's whole pixels.
 features: The feature map, [N, H, W, C] (or NCHW) with C divisible by
   pooled_height * pooled_width.
 rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map.
+  coordinates; spatial_scale maps them onto the feature map. Float, or double
+  with double features: the box geometry is computed in the features'
+  accumulation type (float for half, bfloat16 and float).
 pooled: [K, pooled_height, pooled_width, C / (pooled_height * pooled_width)]
   (or NCHW); 0 for empty bins.
 pooled_height: Output bins along the height.
@@ -270,7 +290,7 @@ data_format: Layout of features and pooled.
 
 REGISTER_OP("CustomOps>PsRoiPoolGrad")
     .Input("grads: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Input("features_shape: int32")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS
@@ -288,7 +308,7 @@ grad_features: Gradient with respect to features.
 
 REGISTER_OP("CustomOps>PsRoiAlign")
     .Input("features: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Output("pooled: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = true")
@@ -302,7 +322,9 @@ bilinear sampling.
 features: The feature map, [N, H, W, C] (or NCHW) with C divisible by
   pooled_height * pooled_width.
 rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map.
+  coordinates; spatial_scale maps them onto the feature map. Float, or double
+  with double features: the box geometry is computed in the features'
+  accumulation type (float for half, bfloat16 and float).
 pooled: [K, pooled_height, pooled_width, C / (pooled_height * pooled_width)]
   (or NCHW).
 pooled_height: Output bins along the height.
@@ -318,7 +340,7 @@ data_format: Layout of features and pooled.
 
 REGISTER_OP("CustomOps>PsRoiAlignGrad")
     .Input("grads: T")
-    .Input("rois: float")
+    .Input("rois: Tboxes")
     .Input("features_shape: int32")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
@@ -338,8 +360,8 @@ grad_features: Gradient with respect to features.
 REGISTER_OP("CustomOps>PsRoiAlignGradBoxes")
     .Input("grads: T")
     .Input("features: T")
-    .Input("rois: float")
-    .Output("grad_rois: float")
+    .Input("rois: Tboxes")
+    .Output("grad_rois: Tboxes")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
@@ -352,7 +374,8 @@ RoiAlignGradBoxes.
 grads: Gradient with respect to PsRoiAlign's output.
 features: The features given to PsRoiAlign.
 rois: The boxes given to PsRoiAlign.
-grad_rois: Gradient with respect to rois, [K, 5]; the batch index column is 0.
+grad_rois: Gradient with respect to rois, [K, 5] of their type; the batch
+  index column is 0.
 )doc");
 
 #undef TFCO_ROI_COMMON_ATTRS

@@ -150,6 +150,36 @@ class MultiScaleRoiAlignTest(tf.test.TestCase, parameterized.TestCase):
             single, tfco.roi_align(features[0], boxes, 2, 0.25, sampling_ratio=2)
         )
 
+    def test_float64_boxes_keep_their_dtype(self):
+        # Each level pools its boxes in float64, as roi_align does them.
+        features = _pyramid()
+        boxes = _boxes(count=6).astype(np.float64)
+        boxes += np.random.default_rng(2).uniform(-1e-3, 1e-3, boxes.shape)
+        rows = np.concatenate(
+            [np.repeat([[0.0], [1.0]], 6, 0), boxes.reshape(-1, 4)], 1
+        )
+        kwargs = dict(output_size=2, sampling_ratio=2, canonical_scale=224)
+        scales = [1 / 4, 1 / 8, 1 / 16, 1 / 32]
+        got = tfco.multi_scale_roi_align(
+            features, rows, spatial_scales=scales, **kwargs
+        )
+        levels = _expected_levels(rows)
+        expected = np.zeros(got.shape)
+        for level, scale in enumerate(scales):
+            pick = np.flatnonzero(levels == level)
+            expected[pick] = tfco.roi_align(
+                features[level], rows[pick], 2, scale, sampling_ratio=2
+            )
+        self.assertAllEqual(got, expected)
+        batched = tfco.multi_scale_roi_align(
+            features, boxes, spatial_scales=scales, **kwargs
+        )
+        self.assertAllEqual(tf.reshape(batched, got.shape), got)
+        rounded = tfco.multi_scale_roi_align(
+            features, rows.astype(np.float32), spatial_scales=scales, **kwargs
+        )
+        self.assertNotAllEqual(got, rounded)
+
     def test_no_boxes(self):
         out = tfco.multi_scale_roi_align(
             _pyramid(), np.zeros([0, 5], np.float32), 2, image_size=_IMAGE_SIZE

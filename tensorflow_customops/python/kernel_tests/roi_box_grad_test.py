@@ -1,6 +1,7 @@
 """Box gradients of roi_align, ps_roi_align and multi_scale_roi_align against
 float64 numeric Jacobians (within the float32 rounding of the box gradient,
-which has the boxes' type), for every box form and both layouts; the C++
+which has the boxes' type; with float64 boxes and features, to 1e-7 at a step
+of 1e-6), for every box form and both layouts, eager and under jit; the C++
 gradient and the second-order paths through the boxes; zero box gradients of
 the pooling ops.
 
@@ -20,6 +21,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests import xla_test_util
 from tensorflow_customops.python.kernel_tests.gradient_test_util import (
     symbolic_gradient_of,
 )
@@ -29,6 +31,8 @@ _ops = load_library.load_op_library()
 
 # Exactly representable steps of float32 box coordinates below 2^15.
 _EPS = 2.0**-8
+# The step for float64 boxes, as a careful user would take it.
+_EPS64 = 1e-6
 _BATCH, _HEIGHT, _WIDTH = 2, 7, 9
 _OUTPUT = (2, 3)
 _ALIGN_OPS = ("roi_align", "ps_roi_align")
@@ -81,10 +85,10 @@ def _boxes(seed, count, scale, sampling_ratio, aligned, legacy_floor):
     return np.stack(found)
 
 
-def _numeric_vjp(fn, boxes, upstream):
-    """d<upstream, fn(boxes)>/d(boxes) by central differences over each box
-    coordinate (the last four columns), in float64; boxes is a float32
-    array."""
+def _numeric_vjp(fn, boxes, upstream, eps=_EPS):
+    """d<upstream, fn(boxes)>/d(boxes) by central differences of step `eps`
+    over each box coordinate (the last four columns), in float64; boxes is a
+    float32 or float64 array."""
     flat = boxes.reshape(-1)
     result = np.zeros(flat.shape, np.float64)
     columns = boxes.shape[-1]
@@ -94,10 +98,10 @@ def _numeric_vjp(fn, boxes, upstream):
         values = []
         for sign in (1, -1):
             moved = flat.copy()
-            moved[i] += np.float32(sign * _EPS)
+            moved[i] += flat.dtype.type(sign * eps)
             out = fn(moved.reshape(boxes.shape))
             values.append(np.sum(np.asarray(out, np.float64) * upstream))
-        result[i] = (values[0] - values[1]) / (2 * _EPS)
+        result[i] = (values[0] - values[1]) / (2 * eps)
     return result.reshape(boxes.shape)
 
 
@@ -113,7 +117,7 @@ def _features(seed, op, data_format):
 def _rows(per_image, counts):
     rows = np.concatenate(
         [
-            np.concatenate([np.full((c, 1), n, np.float32), b[:c]], 1)
+            np.concatenate([np.full((c, 1), n, b.dtype), b[:c]], 1)
             for n, (b, c) in enumerate(zip(per_image, counts))
         ]
     )
@@ -149,7 +153,9 @@ _FORMS = {
 
 class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
     def _check(self, fn, boxes, seed):
-        """fn's box gradient (through GradientTape) against the numeric one."""
+        """fn's box gradient (through GradientTape) against the numeric one:
+        to 1e-6 for float32 boxes, whose gradient is float32, and to 1e-7 at a
+        step of 1e-6 for float64 boxes."""
         boxes_t = tf.constant(boxes)
         with tf.GradientTape() as tape:
             tape.watch(boxes_t)
@@ -157,15 +163,18 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
         values = out.flat_values if isinstance(out, tf.RaggedTensor) else out
         upstream = np.random.default_rng(seed).standard_normal(values.shape)
         grad = tape.gradient(values, boxes_t, output_gradients=upstream)
+        float64 = boxes.dtype == np.float64
         numeric = _numeric_vjp(
             lambda b: (
                 lambda o: o.flat_values if isinstance(o, tf.RaggedTensor) else o
             )(fn(tf.constant(b))),
             boxes,
             upstream,
+            eps=_EPS64 if float64 else _EPS,
         )
-        # The box gradient is float32, as the boxes are.
-        self.assertAllClose(grad, numeric, rtol=1e-6, atol=1e-6)
+        self.assertEqual(grad.dtype, boxes.dtype)
+        tolerance = 1e-7 if float64 else 1e-6
+        self.assertAllClose(grad, numeric, rtol=tolerance, atol=tolerance)
         return grad
 
     @parameterized.product(
@@ -213,6 +222,55 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
         # at least a quarter of the real ones get a gradient.
         self.assertGreaterEqual(np.count_nonzero(grad), sum(counts))
 
+    @parameterized.product(
+        op=_ALIGN_OPS,
+        form=sorted(_FORMS),
+        data_format=["NHWC", "NCHW"],
+        jit=["", "custom_call", "hlo"],
+    )
+    def test_float64_box_gradient_matches_numeric_jacobian(
+        self, op, form, data_format, jit
+    ):
+        if jit == "custom_call" and not xla_test_util.custom_calls():
+            self.skipTest("the build has no XLA custom calls")
+        if jit and (form not in ("rows", "batched_counts") or data_format == "NCHW"):
+            self.skipTest("under jit, NHWC [K, 5] rows and padded boxes suffice")
+        seed = zlib.crc32(f"f64{op}{form}{data_format}".encode())
+        scale = 0.5
+        aligned = op == "ps_roi_align"
+        per_image = (
+            _boxes(seed, 2 * 3, scale, 2, aligned, not aligned)
+            .astype(np.float64)
+            .reshape(2, 3, 4)
+        )
+        # Coordinates that float32 cannot hold, still away from any kink.
+        per_image += np.random.default_rng(seed).uniform(-1e-4, 1e-4, per_image.shape)
+        make, with_counts = _FORMS[form]
+        counts = [3, 1] if with_counts or form in ("ragged", "list", "rows") else [3, 3]
+        to_arg, boxes = make(per_image, counts)
+        features = tf.constant(_features(seed, op, data_format))
+        kwargs = dict(
+            output_size=_OUTPUT,
+            spatial_scale=scale,
+            sampling_ratio=2,
+            aligned=aligned,
+            data_format=data_format,
+        )
+        if with_counts:
+            kwargs["box_counts"] = counts
+
+        def fn(b):
+            return getattr(tfco, op)(features, to_arg(b), **kwargs)
+
+        if jit:
+            fn = tf.function(fn, jit_compile=True)
+        if jit == "hlo":
+            with xla_test_util.hlo_lowering():
+                grad = self._check(fn, boxes, seed)
+        else:
+            grad = self._check(fn, boxes, seed)
+        self.assertGreaterEqual(np.count_nonzero(grad), sum(counts))
+
     @parameterized.parameters(["NHWC", "NCHW"])
     def test_multi_scale_box_gradient_matches_numeric_jacobian(self, data_format):
         rng = np.random.default_rng(11)
@@ -251,10 +309,23 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
 
         self._check(fn, rows, 3)
 
-    @parameterized.product(op=_ALIGN_OPS, dtype=[tf.float32, tf.float64])
-    def test_cpp_box_gradient_equals_python(self, op, dtype):
-        boxes = _boxes(5, 4, 1.0, -1, True, False)
-        rows = np.concatenate([np.float32([[0], [1], [1], [0]]), boxes], 1)
+    @parameterized.product(
+        op=_ALIGN_OPS,
+        dtypes=[
+            (tf.float32, np.float32),
+            (tf.float64, np.float32),
+            (tf.float64, np.float64),
+        ],
+    )
+    def test_cpp_box_gradient_equals_python(self, op, dtypes):
+        dtype, boxes_dtype = dtypes
+        boxes = _boxes(5, 4, 1.0, -1, True, False).astype(boxes_dtype)
+        boxes += (
+            np.random.default_rng(5)
+            .uniform(-1e-4, 1e-4, boxes.shape)
+            .astype(boxes_dtype)
+        )
+        rows = np.concatenate([boxes_dtype([[0], [1], [1], [0]]), boxes], 1)
         with tf.Graph().as_default():
             features = tf.cast(_features(5, op, "NHWC"), dtype)
             rois = tf.constant(rows)
@@ -266,6 +337,7 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
             _, cpp_grad = symbolic_gradient_of(out.op, [upstream])
             with tf.compat.v1.Session() as sess:
                 python_value, cpp_value = sess.run([python_grad, cpp_grad])
+        self.assertEqual(python_value.dtype, boxes_dtype)
         self.assertAllEqual(cpp_value, python_value)
         self.assertGreater(np.count_nonzero(python_value), 8)
 

@@ -268,6 +268,20 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
                 )
                 self.assertNotAllEqual(got, rounded)
 
+    def test_float64_boxes_stay_float64_under_a_float64_policy(self):
+        features = _features("NHWC", channels=4, size=(40, 40))
+        boxes = np.array([[[100.0, 201.0, 1030.5, 601.0]]]) + 1e-4
+        layer = tfco.layers.RoIAlign(
+            2, spatial_scale=1 / 32, sampling_ratio=2, dtype="float64"
+        )
+        got = layer([features[:1], boxes])
+        self.assertEqual(got.dtype, tf.float64)
+        kwargs = dict(spatial_scale=1 / 32, sampling_ratio=2)
+        features64 = tf.cast(features[:1], tf.float64)
+        self.assertAllEqual(got, tfco.roi_align(features64, boxes, 2, **kwargs))
+        rounded = boxes.astype(np.float32)
+        self.assertNotAllEqual(got, tfco.roi_align(features64, rounded, 2, **kwargs))
+
     def test_compile_auto_picks_xla_on_gpu(self):
         # Keras' jit_compile="auto" means XLA when a GPU is listed and every
         # layer reports supports_jit, which the layers do when the XLA

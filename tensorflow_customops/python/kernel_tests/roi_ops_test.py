@@ -1,6 +1,7 @@
 """Forward tests of the RoI ops against the NumPy reference: values for every
 dtype and layout, box layouts, shapes, modes and XLA."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -130,13 +131,82 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(got.row_lengths(), [len(b) for b in boxes])
         self.assertAllEqual(got.flat_values, expected)
 
-    def test_float64_boxes_are_accepted(self):
-        case = util.make_case("roi_align", seed=9, spatial_scale=1.0)
-        got = tfco.roi_align(
-            case.features_nhwc, case.rois.astype(np.float64), case.output_size
-        )
-        expected = tfco.roi_align(case.features_nhwc, case.rois, case.output_size)
+    @parameterized.product(op=util.OP_NAMES, data_format=["NHWC", "NCHW"])
+    def test_float64_boxes_match_reference_in_float64(self, op, data_format):
+        # Coordinates float32 cannot hold: the kernels compute float64 boxes
+        # with float64 features in float64.
+        case = util.float64_boxes_case(op, seed=9)
+        got = util.run_op(op, case, data_format=data_format, dtype=tf.float64)
+        expected = util.reference(op, case)
+        self.assertAllClose(got, expected, rtol=1e-12, atol=1e-12)
+        if op in util.SAMPLING:
+            # The boxes rounded to float32 move the samples, well beyond that.
+            rounded = dataclasses.replace(case, rois=case.rois.astype(np.float32))
+            off = util.run_op(op, rounded, data_format=data_format, dtype=tf.float64)
+            self.assertGreater(np.max(np.abs(off - expected)), 1e-9)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_float64_boxes_keep_their_dtype_in_every_form(self, op):
+        case = util.float64_boxes_case(op, seed=10)
+        features = tf.constant(case.features_nhwc)
+        expected = util.call(op, features, case.rois, case)
+        per_image = [case.rois[case.rois[:, 0] == n][:, 1:] for n in range(case.batch)]
+        order = np.argsort(case.rois[:, 0], kind="stable")
+        ragged = tf.ragged.constant([b.tolist() for b in per_image], tf.float64, 1)
+        for rois in (per_image, ragged):
+            got = util.call(op, features, rois, case)
+            self.assertAllEqual(got.flat_values, tf.gather(expected, order))
+        graph = tf.function(lambda f, r: util.call(op, f, r, case))
+        self.assertAllEqual(graph(features, tf.constant(case.rois)), expected)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_float64_boxes_with_other_features_are_float32(self, op):
+        # The wrappers round float64 boxes to float32 for features of lower
+        # precision, which compute their boxes in float32.
+        case = util.float64_boxes_case(op, seed=11)
+        features = tf.constant(case.features_nhwc, tf.float32)
+        got = util.call(op, features, case.rois, case)
+        expected = util.call(op, features, case.rois.astype(np.float32), case)
         self.assertAllEqual(got, expected)
+
+    @parameterized.parameters(
+        ("RoiPool", {}),
+        ("RoiAlign", {}),
+        ("PsRoiPool", {}),
+        ("PsRoiAlign", {}),
+        ("RoiPoolGrad", {"argmax": True}),
+        ("RoiAlignGrad", {}),
+        ("PsRoiPoolGrad", {}),
+        ("PsRoiAlignGrad", {}),
+        ("RoiAlignGradBoxes", {}),
+        ("PsRoiAlignGradBoxes", {}),
+    )
+    def test_float64_boxes_need_float64_features(self, op, extra):
+        features = tf.zeros([1, 4, 4, 4], tf.float32)
+        rois = tf.constant([[0, 0, 0, 2, 2]], tf.float64)
+        grads = tf.zeros([1, 2, 2, 1 if op.startswith("Ps") else 4], tf.float32)
+        attrs = dict(pooled_height=2, pooled_width=2)
+        if op.endswith("GradBoxes"):
+            inputs = dict(grads=grads, features=features, rois=rois)
+        elif op.endswith("Grad"):
+            inputs = dict(grads=grads, rois=rois, features_shape=[1, 4, 4, 4])
+            if extra:
+                inputs["argmax"] = tf.zeros(grads.shape, tf.int32)
+        else:
+            inputs = dict(features=features, rois=rois)
+        raw = getattr(
+            _ops, "custom_ops_" + re.sub(r"(?<!^)([A-Z])", r"_\1", op).lower()
+        )
+        message = re.escape(
+            "rois are double (Tboxes) but features are float (T): double rois "
+            "need double features"
+        )
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+            raw(**inputs, **attrs)
+        with self.assertRaisesRegex(
+            (ValueError, tf.errors.InvalidArgumentError), message
+        ):
+            tf.function(lambda: raw(**inputs, **attrs)).get_concrete_function()
 
     @parameterized.parameters(util.OP_NAMES)
     def test_output_size_int_or_pair(self, op):

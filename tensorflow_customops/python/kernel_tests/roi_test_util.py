@@ -17,7 +17,7 @@ SAMPLING = {"roi_align", "ps_roi_align"}
 @dataclasses.dataclass
 class Case:
     features_nhwc: np.ndarray  # float64
-    rois: np.ndarray  # float32 [K, 5]
+    rois: np.ndarray  # float32 (or float64) [K, 5]
     output_size: tuple
     spatial_scale: float
     sampling_ratio: int
@@ -54,6 +54,16 @@ def make_case(
         sampling_ratio=sampling_ratio,
         aligned=aligned,
     )
+
+
+def float64_boxes_case(op, seed):
+    """make_case with float64 boxes that float32 cannot hold: the edge cases
+    moved by up to 1e-3 pixels."""
+    case = make_case(op, seed=seed, spatial_scale=0.5)
+    rois = case.rois.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    rois[:, 1:] += rng.uniform(-1e-3, 1e-3, rois[:, 1:].shape)
+    return dataclasses.replace(case, rois=rois)
 
 
 def pooled_channels(op, case):

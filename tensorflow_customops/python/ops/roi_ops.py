@@ -256,11 +256,11 @@ def _flat_rois(rois, box_counts, features, spatial_scale):
         if num_images is None:
             num_images = rois.nrows(out_type=tf.int32)
         checks = _check_image_count(num_images, features)
-        values = tf.cast(rois.flat_values, tf.float32)
+        values = tf.cast(rois.flat_values, _box_dtype([rois.dtype], features))
         if tf.executing_eagerly():
             flat = _concrete_rows(values, np.diff(rois.row_splits))
         else:
-            index = tf.cast(rois.value_rowids(), tf.float32)[:, tf.newaxis]
+            index = tf.cast(rois.value_rowids(), values.dtype)[:, tf.newaxis]
             with tf.control_dependencies(checks):
                 flat = tf.concat([index, values], 1)
         return flat, rois.with_values
@@ -270,7 +270,7 @@ def _flat_rois(rois, box_counts, features, spatial_scale):
     rois = tf.convert_to_tensor(rois)
     if not (rois.dtype.is_floating or rois.dtype.is_integer):
         raise TypeError(f"rois must be numbers, got {rois.dtype.name}")
-    rois = tf.cast(rois, tf.float32)
+    rois = tf.cast(rois, _box_dtype([rois.dtype], features))
     rank = rois.shape.rank
     if rank == 3 and rois.shape[2] in (None, 4):
         return _flat_batched_rois(rois, box_counts, features, spatial_scale)
@@ -284,10 +284,21 @@ def _flat_rois(rois, box_counts, features, spatial_scale):
     return rois, lambda out: out
 
 
+def _box_dtype(dtypes, features):
+    """The dtype of the `[M, 5]` rows made from boxes of `dtypes`: float64
+    where the features are float64 and some boxes are (the others convert
+    exactly), as the ops take float64 boxes with float64 features only;
+    float32 otherwise, which other features compute their boxes in."""
+    if features is not None and features.dtype == tf.float64:
+        if any(dtype == tf.float64 for dtype in dtypes):
+            return tf.float64
+    return tf.float32
+
+
 def box_tensors(rois):
     """`rois` with its Python lists made tensors: a list of per-image boxes
-    becomes a list of float32 `[L_i, 4]` tensors, any other list one tensor;
-    other forms come back as they are."""
+    becomes a list of `[L_i, 4]` tensors (float64 or float32), any other list
+    one tensor; other forms come back as they are."""
     if not isinstance(rois, (list, tuple)):
         return rois
     if not rois:
@@ -311,8 +322,8 @@ def box_tensors(rois):
 
 
 def _image_boxes(boxes, index):
-    """Image `index`'s boxes in a list of per-image boxes, as a float32
-    `[L, 4]` tensor."""
+    """Image `index`'s boxes in a list of per-image boxes, as a float64 or
+    float32 `[L, 4]` tensor."""
     if isinstance(boxes, (list, tuple)) and not boxes:
         return tf.zeros([0, 4])
     try:
@@ -323,7 +334,7 @@ def _image_boxes(boxes, index):
         raise TypeError(f"rois[{index}] must be numbers, got {boxes.dtype.name}")
     if boxes.shape.rank not in (None, 2) or boxes.shape[-1] not in (None, 4):
         raise ValueError(f"rois[{index}] must have shape [L, 4], got {boxes.shape}")
-    return tf.cast(boxes, tf.float32)
+    return boxes if boxes.dtype == tf.float64 else tf.cast(boxes, tf.float32)
 
 
 def _flat_box_list(rois, box_counts, features):
@@ -334,11 +345,13 @@ def _flat_box_list(rois, box_counts, features):
             "are the counts)"
         )
     checks = _check_image_count(len(rois), features)
+    dtype = _box_dtype([boxes.dtype for boxes in rois], features)
     rows, lengths = [], []
     for index, boxes in enumerate(rois):
         count = tf.shape(boxes, out_type=tf.int64)[0]
         lengths.append(count)
-        rows.append(tf.concat([tf.fill([count, 1], float(index)), boxes], axis=1))
+        image = tf.fill([count, 1], tf.constant(index, dtype))
+        rows.append(tf.concat([image, tf.cast(boxes, dtype)], axis=1))
     with tf.control_dependencies(checks):
         flat = tf.concat(rows, axis=0)
     row_lengths = tf.stack(lengths)
@@ -375,14 +388,14 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale):
         index = tf.repeat(tf.range(num_images), boxes_per_image)
         with tf.control_dependencies(checks):
             flat = tf.concat(
-                [tf.cast(index, tf.float32)[:, tf.newaxis], tf.reshape(rois, [-1, 4])],
+                [tf.cast(index, rois.dtype)[:, tf.newaxis], tf.reshape(rois, [-1, 4])],
                 1,
             )
         return flat, lambda out: tf.reshape(out, result_shape(out))
 
     # (image, box) of every box that is not padding, image-major.
     where = tf.where(tf.sequence_mask(box_counts, boxes_per_image))
-    flat = tf.concat([tf.cast(where[:, :1], tf.float32), tf.gather_nd(rois, where)], 1)
+    flat = tf.concat([tf.cast(where[:, :1], rois.dtype), tf.gather_nd(rois, where)], 1)
 
     def restore(out):
         shape = tf.cast(tf.stack(result_shape(out)), tf.int64)
@@ -405,7 +418,9 @@ def _concrete_rows(boxes, box_counts, padding=None, padding_box=None):
     holds become `padding_box`, or are left out when it is None. Built in
     NumPy, unless autodiff records: then the batch indices are joined to the
     boxes by ops, through which the boxes' gradient flows."""
-    index = np.repeat(np.arange(len(box_counts), dtype=np.float32), box_counts)
+    index = np.repeat(
+        np.arange(len(box_counts), dtype=boxes.dtype.as_numpy_dtype), box_counts
+    )
     recording = _autodiff_records()
     values = tf.reshape(boxes, [-1, 4]) if recording else boxes.numpy().reshape(-1, 4)
     if padding is not None and padding_box is None:
@@ -444,7 +459,7 @@ def _concrete_batched_rois(boxes, box_counts, spatial_scale):
     if not padding.any():
         return _concrete_rows(boxes, rows), restore
     with np.errstate(over="ignore"):
-        box = np.full(4, -4.0 / spatial_scale, np.float32)
+        box = np.full(4, -4.0 / spatial_scale, boxes.dtype.as_numpy_dtype)
     if np.isfinite(box).all():
         return _concrete_rows(boxes, rows, padding, box), restore
 
@@ -508,7 +523,8 @@ def roi_pool(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        Always float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates,
         e.g. 1/16 for a stride-16 feature map.
@@ -568,7 +584,8 @@ def roi_align(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        Always float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
@@ -633,7 +650,8 @@ def ps_roi_pool(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        Always float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       data_format: `"NHWC"` (or `"channels_last"`) or `"NCHW"` (or
@@ -688,7 +706,8 @@ def ps_roi_align(
         `box_counts`), a `tf.RaggedTensor` `[N, None, 4]`, or a list of
         per-image `[L_i, 4]` boxes, `[]` for an image without boxes (the
         module docstring says how such a list is told from a list of rows).
-        Always float32 (other types are cast).
+        float64 boxes stay float64 with float64 features; other boxes are
+        cast to float32.
       output_size: `int` or `(height, width)` of the output bins.
       spatial_scale: Factor from box coordinates to feature-map coordinates.
       sampling_ratio: Sampling points per bin along each axis, an int at most
@@ -873,7 +892,7 @@ def _pyramid_scales(features, spatial_scales, image_size, data_format):
 
 def _fpn_levels(boxes, scales, canonical_scale, canonical_level):
     """Index into `scales` of each box's pyramid level (torchvision's
-    LevelMapper, in float32)."""
+    LevelMapper, in the boxes' dtype)."""
     first, last = -math.log2(scales[0]), -math.log2(scales[-1])
     x1, y1, x2, y2 = tf.unstack(boxes, axis=1)
     size = tf.sqrt((x2 - x1) * (y2 - y1))

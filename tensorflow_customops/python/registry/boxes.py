@@ -29,13 +29,19 @@ SMOOTH_PER_IMAGE = np.array(
 SMOOTH_COUNTS = np.array([2, 1], np.int32)
 
 
+# SMOOTH moved by less than 1e-3, in float64 coordinates that float32 cannot
+# hold (the batch indices stay whole).
+SMOOTH64 = SMOOTH.astype(np.float64) + np.array([0, 1e-4, -3e-4, 7e-4, 2e-4])
+
+
 def unit(count):
     """`count` boxes covering image 0 of a 2 x 2 map at scale 1."""
     return np.array([[0, 0, 0, 1, 1]] * count, np.float32).reshape(count, 5)
 
 
-def uniform(rng, count, batch, height, width):
-    """`count` boxes with corners uniform over the map, on random images."""
+def uniform(rng, count, batch, height, width, dtype=np.float32):
+    """`count` boxes with corners uniform over the map, on random images, as
+    `dtype` (float32 or float64)."""
     corners = rng.uniform(0, [width, height, width, height], size=(count, 4))
     return np.concatenate(
         [
@@ -44,7 +50,7 @@ def uniform(rng, count, batch, height, width):
             np.maximum(corners[:, :2], corners[:, 2:]),
         ],
         1,
-    ).astype(np.float32)
+    ).astype(dtype)
 
 
 def edge_cases(rng, batch, height, width, spatial_scale):

@@ -49,11 +49,15 @@ class Override:
       {"pooled_height": attr_value_pb2.AttrValue(i=2)}.
     output_grads: like `inputs`, for the upstream gradients fed to the
       gradient graph, one per output (when outputs are not [2, 3]).
+    tie_types: for type attrs that constrain each other, called with a case's
+      attrs ({name: AttrValue}, those of the OpDef version recorded) and
+      returns them made valid, e.g. float64 boxes with float64 features.
     """
 
     inputs: Optional[Callable] = None
     attrs: dict = dataclasses.field(default_factory=dict)
     output_grads: Optional[Callable] = None
+    tie_types: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)

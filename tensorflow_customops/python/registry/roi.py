@@ -4,7 +4,7 @@ and their gradient ops."""
 import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
-from tensorflow.core.framework import attr_value_pb2
+from tensorflow.core.framework import attr_value_pb2, types_pb2
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.ops import load_library
@@ -40,20 +40,22 @@ _PROPERTY_ATTRS = {
 }
 
 
-def _property_inputs(seed, dtype, data_format="NHWC"):
+def _property_inputs(seed, dtype, data_format="NHWC", boxes_dtype=tf.float32):
     rng = values.rng(seed)
     features = values.rounded_normal(rng, (2, 40, 40, 64), dtype)
     if data_format == "NCHW":
         features = np.ascontiguousarray(np.transpose(features, [0, 3, 1, 2]))
-    return [features, boxes.uniform(rng, 300, 2, 40, 40)]
+    rois = boxes.uniform(rng, 300, 2, 40, 40, boxes_dtype.as_numpy_dtype)
+    return [features, rois]
 
 
-def _property_case(op, dtype=tf.float32, data_format="NHWC"):
+def _property_case(op, dtype=tf.float32, data_format="NHWC", boxes_dtype=tf.float32):
     cast = values.cast_to(dtype)
     attrs = dict(_PROPERTY_ATTRS[op], data_format=data_format)
+    suffix = "" if boxes_dtype == tf.float32 else f"_{boxes_dtype.name}_boxes"
     return Case(
-        f"{op}_{dtype.name}_{data_format}",
-        lambda seed: _property_inputs(seed, dtype, data_format),
+        f"{op}_{dtype.name}_{data_format}{suffix}",
+        lambda seed: _property_inputs(seed, dtype, data_format, boxes_dtype),
         lambda features, rois: getattr(tfco, op)(
             cast(features), rois, _OUTPUT_SIZE, **attrs
         ),
@@ -113,18 +115,18 @@ def _box_grad_property_case(op):
 
 
 _PROPERTY_VARIANTS = {
-    "roi_pool": [(tf.bfloat16, "NHWC")],
+    "roi_pool": [(tf.bfloat16, "NHWC"), (tf.float64, "NCHW", tf.float64)],
     "roi_align": [(tf.float16, "NHWC"), (tf.bfloat16, "NHWC"), (tf.float64, "NHWC")]
-    + [(tf.float32, "NCHW")],
-    "ps_roi_pool": [(tf.float16, "NHWC"), (tf.float32, "NCHW")],
-    "ps_roi_align": [],
+    + [(tf.float32, "NCHW"), (tf.float64, "NCHW", tf.float64)],
+    "ps_roi_pool": [(tf.float16, "NHWC"), (tf.float32, "NCHW")]
+    + [(tf.float64, "NHWC", tf.float64)],
+    "ps_roi_align": [(tf.float64, "NHWC", tf.float64)],
 }
 
 
 def _property_cases(op):
     return [_property_case(op)] + [
-        _property_case(op, dtype, data_format)
-        for dtype, data_format in _PROPERTY_VARIANTS[op]
+        _property_case(op, *variant) for variant in _PROPERTY_VARIANTS[op]
     ]
 
 
@@ -317,6 +319,16 @@ def _gradient_cases(op):
             (0,),
         )
     )
+    # float64 boxes (with the float64 features values.normal makes), with
+    # coordinates float32 cannot hold; the layout does not touch them.
+    cases.append(
+        Case(
+            "NHWC_float64_boxes",
+            lambda seed: [values.normal(seed + 1, 2, 4, 5, 4), boxes.SMOOTH64],
+            lambda x, rois, a=variants[0]: fn(x, rois, 2, spatial_scale=0.5, **a),
+            (0,),
+        )
+    )
     return cases
 
 
@@ -347,20 +359,31 @@ def _geometry(draw, op_def, attrs):
 
 
 @st.composite
+def _fuzzed_boxes(draw, attrs, rng, n, h, w):
+    """boxes.fuzzed as the case's Tboxes: float32 or float64 values, else an
+    array of that type, which the op must reject."""
+    rois, tags = draw(boxes.fuzzed(rng, n, h, w, attrs.get("spatial_scale")))
+    dtype = attrs.get("Tboxes", types_pb2.DT_FLOAT)
+    if dtype in (types_pb2.DT_FLOAT, types_pb2.DT_DOUBLE):
+        return rois.astype(tf.as_dtype(dtype).as_numpy_dtype), tags
+    return arrays.make_array(rng, dtype, rois.shape), tags
+
+
+@st.composite
 def _fuzz_forward(draw, op_def, attrs, rng):
     (n, h, w, c, _), _ = draw(_geometry(op_def, attrs))
     features = arrays.make_array(
         rng, arrays.float_type(attrs), _layout(attrs, n, h, w, c)
     )
-    rois, tags = draw(boxes.fuzzed(rng, n, h, w, attrs.get("spatial_scale")))
+    rois, tags = draw(_fuzzed_boxes(attrs, rng, n, h, w))
     return {"features": features, "rois": rois}, tags
 
 
 @st.composite
 def _fuzz_backward(draw, op_def, attrs, rng):
     (n, h, w, c, out_c), (pooled_h, pooled_w) = draw(_geometry(op_def, attrs))
-    rois, tags = draw(boxes.fuzzed(rng, n, h, w, attrs.get("spatial_scale")))
-    grads_shape = _layout(attrs, len(rois), pooled_h, pooled_w, out_c)
+    rois, tags = draw(_fuzzed_boxes(attrs, rng, n, h, w))
+    grads_shape = _layout(attrs, rois.shape[0], pooled_h, pooled_w, out_c)
     inputs = {
         "grads": arrays.make_array(rng, arrays.float_type(attrs), grads_shape),
         "rois": rois,
@@ -388,8 +411,8 @@ def _fuzz_backward(draw, op_def, attrs, rng):
 def _fuzz_box_grad(draw, op_def, attrs, rng):
     (n, h, w, c, out_c), (pooled_h, pooled_w) = draw(_geometry(op_def, attrs))
     dtype = arrays.float_type(attrs)
-    rois, tags = draw(boxes.fuzzed(rng, n, h, w, attrs.get("spatial_scale")))
-    grads_shape = _layout(attrs, len(rois), pooled_h, pooled_w, out_c)
+    rois, tags = draw(_fuzzed_boxes(attrs, rng, n, h, w))
+    grads_shape = _layout(attrs, rois.shape[0], pooled_h, pooled_w, out_c)
     return {
         "grads": arrays.make_array(rng, dtype, grads_shape),
         "features": arrays.make_array(rng, dtype, _layout(attrs, n, h, w, c)),
@@ -407,8 +430,23 @@ _GOLDEN_ATTRS = {
 }
 
 
+def _golden_boxes(dtype):
+    """boxes.GOLDEN as the rois of `dtype` (float32 before Tboxes)."""
+    return boxes.GOLDEN.astype(dtype.as_numpy_dtype)
+
+
+def _golden_tie_types(attrs):
+    """float64 boxes (Tboxes) need float64 features (T)."""
+    if "Tboxes" in attrs and attrs["Tboxes"].type == tf.float64.as_datatype_enum:
+        attrs = dict(attrs, T=attr_value_pb2.AttrValue(type=attrs["Tboxes"].type))
+    return attrs
+
+
 def _golden_forward_inputs(dtypes, rng):
-    return [values.small_values(_GOLDEN_FEATURES_SHAPE, dtypes[0], rng), boxes.GOLDEN]
+    return [
+        values.small_values(_GOLDEN_FEATURES_SHAPE, dtypes[0], rng),
+        _golden_boxes(dtypes[1]),
+    ]
 
 
 def _golden_pooled_grads(out_channels):
@@ -429,7 +467,7 @@ def _golden_box_grad_inputs(out_channels):
     def build(dtypes, rng):
         grads = _golden_pooled_grads(out_channels)(dtypes[:1], rng)[0]
         features = values.small_values(_GOLDEN_FEATURES_SHAPE, dtypes[1], rng)
-        return [grads, features, boxes.GOLDEN]
+        return [grads, features, _golden_boxes(dtypes[2])]
 
     return build
 
@@ -437,7 +475,7 @@ def _golden_box_grad_inputs(out_channels):
 def _golden_gradient_op_inputs(out_channels, with_argmax):
     def build(dtypes, rng):
         grads = _golden_pooled_grads(out_channels)(dtypes[:1], rng)[0]
-        arrays_ = [grads, boxes.GOLDEN]
+        arrays_ = [grads, _golden_boxes(dtypes[1])]
         if with_argmax:  # -1 (empty bin) or a pixel of the 4 x 5 map
             arrays_.append(rng.integers(-1, 20, size=grads.shape).astype(np.int32))
         return arrays_ + [np.array(_GOLDEN_FEATURES_SHAPE, np.int32)]
@@ -474,6 +512,7 @@ def _entries():
                 golden=Override(
                     inputs=_golden_forward_inputs,
                     attrs=_GOLDEN_ATTRS,
+                    tie_types=_golden_tie_types,
                     output_grads=_golden_pooled_grads(out_channels),
                 ),
             )
@@ -487,6 +526,7 @@ def _entries():
                 golden=Override(
                     inputs=_golden_gradient_op_inputs(out_channels, op == "roi_pool"),
                     attrs=_GOLDEN_ATTRS,
+                    tie_types=_golden_tie_types,
                 ),
             )
         )
@@ -501,6 +541,7 @@ def _entries():
                 golden=Override(
                     inputs=_golden_box_grad_inputs(out_channels),
                     attrs=_GOLDEN_ATTRS,
+                    tie_types=_golden_tie_types,
                 ),
             )
         )

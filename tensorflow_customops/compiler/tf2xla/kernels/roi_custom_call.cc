@@ -67,11 +67,15 @@ FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s) {
 struct HandlerCall {
   RoiArgs args;
   TfcoDtype dtype;
+  TfcoDtype boxes_dtype;
 };
 
 ffi::Error Decode(ffi::Span<const int64_t> ints, float spatial_scale,
-                  ffi::DataType type, int64_t num_rois, HandlerCall* call) {
-  if (ints.size() != kNumInts || !CoreDtypeOf(type, &call->dtype)) {
+                  ffi::DataType type, ffi::DataType boxes_type,
+                  int64_t num_rois, HandlerCall* call) {
+  if (ints.size() != kNumInts || !CoreDtypeOf(type, &call->dtype) ||
+      !CoreDtypeOf(boxes_type, &call->boxes_dtype) ||
+      !BoxTypesOk(call->dtype, call->boxes_dtype)) {
     return ffi::Error::Internal("RoI custom call: unexpected attributes");
   }
   RoiAttrs attrs;
@@ -91,42 +95,42 @@ ffi::Error Decode(ffi::Span<const int64_t> ints, float spatial_scale,
 // The kernels, on `device`, of boxes `rois` that pass the checks. argmax is
 // RoiPool's output or RoiPoolGrad's input, null for the other kinds.
 ffi::Error RunForward(const TfcoDevice* device, const HandlerCall& call,
-                      const ffi::AnyBuffer& features, const float* rois,
+                      const ffi::AnyBuffer& features, const void* rois,
                       const ffi::AnyBuffer& pooled, int32_t* argmax) {
   if (call.args.shape.num_rois == 0 || pooled.element_count() == 0) {
     return ffi::Error::Success();
   }
   if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlign(device, call.dtype, &call.args,
-                                     features.untyped_data(), rois,
+    return FfiCoreError(TfcoRoiAlign(device, call.dtype, call.boxes_dtype,
+                                     &call.args, features.untyped_data(), rois,
                                      pooled.untyped_data()));
   }
-  return FfiCoreError(TfcoRoiPool(device, call.dtype, &call.args,
-                                  features.untyped_data(), rois,
+  return FfiCoreError(TfcoRoiPool(device, call.dtype, call.boxes_dtype,
+                                  &call.args, features.untyped_data(), rois,
                                   pooled.untyped_data(), argmax));
 }
 
 ffi::Error RunGrad(const TfcoDevice* device, const HandlerCall& call,
-                   const ffi::AnyBuffer& grads, const float* rois,
+                   const ffi::AnyBuffer& grads, const void* rois,
                    const int32_t* argmax, const ffi::AnyBuffer& grad_features) {
   if (grad_features.element_count() == 0) return ffi::Error::Success();
   if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlignGrad(device, call.dtype, &call.args,
-                                         grads.untyped_data(), rois,
+    return FfiCoreError(TfcoRoiAlignGrad(device, call.dtype, call.boxes_dtype,
+                                         &call.args, grads.untyped_data(), rois,
                                          grad_features.untyped_data()));
   }
-  return FfiCoreError(TfcoRoiPoolGrad(device, call.dtype, &call.args,
-                                      grads.untyped_data(), rois, argmax,
-                                      grad_features.untyped_data()));
+  return FfiCoreError(TfcoRoiPoolGrad(device, call.dtype, call.boxes_dtype,
+                                      &call.args, grads.untyped_data(), rois,
+                                      argmax, grad_features.untyped_data()));
 }
 
 ffi::Error RunGradBoxes(const TfcoDevice* device, const HandlerCall& call,
                         const ffi::AnyBuffer& grads,
-                        const ffi::AnyBuffer& features, const float* rois,
-                        float* grad_rois) {
+                        const ffi::AnyBuffer& features, const void* rois,
+                        void* grad_rois) {
   if (call.args.shape.num_rois == 0) return ffi::Error::Success();
   return FfiCoreError(TfcoRoiAlignGradBoxes(
-      device, call.dtype, &call.args, grads.untyped_data(),
+      device, call.dtype, call.boxes_dtype, &call.args, grads.untyped_data(),
       features.untyped_data(), rois, grad_rois));
 }
 
@@ -134,14 +138,21 @@ ffi::Error RunGradBoxes(const TfcoDevice* device, const HandlerCall& call,
 // bounded-dynamic count) and are checked as the regular kernels check them,
 // raising their errors.
 ffi::Error HostCall(ffi::Span<const int64_t> ints, float spatial_scale,
-                    ffi::DataType type, const float* rois, int32_t num_rois,
-                    HandlerCall* call) {
-  if (ffi::Error e = Decode(ints, spatial_scale, type, num_rois, call);
+                    ffi::DataType type, const ffi::AnyBuffer& rois,
+                    int32_t num_rois, HandlerCall* call) {
+  if (ffi::Error e = Decode(ints, spatial_scale, type, rois.element_type(),
+                            num_rois, call);
       e.failure()) {
     return e;
   }
-  return FfiError(
-      CheckRoiValues(rois, num_rois, call->args.shape.batch, spatial_scale));
+  const int64_t batch = call->args.shape.batch;
+  if (call->boxes_dtype == TFCO_DOUBLE) {
+    return FfiError(
+        CheckRoiValues(static_cast<const double*>(rois.untyped_data()),
+                       num_rois, batch, spatial_scale));
+  }
+  return FfiError(CheckRoiValues(static_cast<const float*>(rois.untyped_data()),
+                                 num_rois, batch, spatial_scale));
 }
 
 // Zeroes the rows of `out` (rows of equal size) from `first` on: the padding
@@ -155,13 +166,13 @@ void ZeroRowsFrom(const ffi::AnyBuffer& out, int64_t first) {
 }
 
 ffi::Error HostForward(ffi::ThreadPool pool, const ffi::AnyBuffer& features,
-                       ffi::Buffer<ffi::F32> rois, int32_t num_rois,
+                       ffi::AnyBuffer rois, int32_t num_rois,
                        const ffi::AnyBuffer& pooled,
                        const ffi::AnyBuffer* argmax,
                        ffi::Span<const int64_t> ints, float spatial_scale) {
   HandlerCall call;
   if (ffi::Error e = HostCall(ints, spatial_scale, features.element_type(),
-                              rois.typed_data(), num_rois, &call);
+                              rois, num_rois, &call);
       e.failure()) {
     return e;
   }
@@ -175,17 +186,17 @@ ffi::Error HostForward(ffi::ThreadPool pool, const ffi::AnyBuffer& features,
               argmax_data + size, -1);
   }
   const FfiCoreDevice device(pool);
-  return RunForward(device.get(), call, features, rois.typed_data(), pooled,
+  return RunForward(device.get(), call, features, rois.untyped_data(), pooled,
                     argmax_data);
 }
 
 ffi::Error HostGrad(ffi::ThreadPool pool, const ffi::AnyBuffer& grads,
-                    ffi::Buffer<ffi::F32> rois, const ffi::AnyBuffer* argmax,
+                    ffi::AnyBuffer rois, const ffi::AnyBuffer* argmax,
                     int32_t num_rois, const ffi::AnyBuffer& grad_features,
                     ffi::Span<const int64_t> ints, float spatial_scale) {
   HandlerCall call;
-  if (ffi::Error e = HostCall(ints, spatial_scale, grads.element_type(),
-                              rois.typed_data(), num_rois, &call);
+  if (ffi::Error e = HostCall(ints, spatial_scale, grads.element_type(), rois,
+                              num_rois, &call);
       e.failure()) {
     return e;
   }
@@ -201,28 +212,26 @@ ffi::Error HostGrad(ffi::ThreadPool pool, const ffi::AnyBuffer& grads,
     }
   }
   const FfiCoreDevice device(pool);
-  return RunGrad(device.get(), call, grads, rois.typed_data(), argmax_data,
+  return RunGrad(device.get(), call, grads, rois.untyped_data(), argmax_data,
                  grad_features);
 }
 
 ffi::Error HostGradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
-                         ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+                         ffi::AnyBuffer features, ffi::AnyBuffer rois,
                          ffi::BufferR0<ffi::S32> count,
-                         ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
+                         ffi::Result<ffi::AnyBuffer> grad_rois,
                          ffi::Span<const int64_t> ints, float spatial_scale) {
   const int32_t num_rois = *count.typed_data();
   HandlerCall call;
   if (ffi::Error e = HostCall(ints, spatial_scale, features.element_type(),
-                              rois.typed_data(), num_rois, &call);
+                              rois, num_rois, &call);
       e.failure()) {
     return e;
   }
-  float* out = grad_rois->typed_data();
-  std::fill(out + 5 * static_cast<int64_t>(num_rois),
-            out + grad_rois->element_count(), 0.0f);
+  ZeroRowsFrom(*grad_rois, num_rois);
   const FfiCoreDevice device(pool);
-  return RunGradBoxes(device.get(), call, grads, features, rois.typed_data(),
-                      out);
+  return RunGradBoxes(device.get(), call, grads, features, rois.untyped_data(),
+                      grad_rois->untyped_data());
 }
 
 // Last in every handler's binding: the attributes of Attributes().
@@ -241,7 +250,7 @@ template <typename Binding>
 auto TensorOperands(Binding binding) {
   return std::move(binding)
       .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::BufferR0<ffi::S32>>()
       .template Ret<ffi::AnyBuffer>();
 }
@@ -250,7 +259,7 @@ template <typename Binding>
 auto PoolForwardOperands(Binding binding) {
   return std::move(binding)
       .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::BufferR0<ffi::S32>>()
       .template Ret<ffi::AnyBuffer>()
       .template Ret<ffi::AnyBuffer>();
@@ -260,7 +269,7 @@ template <typename Binding>
 auto PoolGradOperands(Binding binding) {
   return std::move(binding)
       .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::BufferR0<ffi::S32>>()
       .template Ret<ffi::AnyBuffer>();
@@ -271,17 +280,16 @@ auto GradBoxesOperands(Binding binding) {
   return std::move(binding)
       .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::Buffer<ffi::F32>>()
+      .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::BufferR0<ffi::S32>>()
-      .template Ret<ffi::Buffer<ffi::F32>>();
+      .template Ret<ffi::AnyBuffer>();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiForwardHandler,
-    [](ffi::ThreadPool pool, ffi::AnyBuffer features,
-       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
-       ffi::Result<ffi::AnyBuffer> pooled, ffi::Span<const int64_t> ints,
-       float spatial_scale) {
+    [](ffi::ThreadPool pool, ffi::AnyBuffer features, ffi::AnyBuffer rois,
+       ffi::BufferR0<ffi::S32> count, ffi::Result<ffi::AnyBuffer> pooled,
+       ffi::Span<const int64_t> ints, float spatial_scale) {
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          nullptr, ints, spatial_scale);
     },
@@ -289,10 +297,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolForwardHandler,
-    [](ffi::ThreadPool pool, ffi::AnyBuffer features,
-       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32> count,
-       ffi::Result<ffi::AnyBuffer> pooled, ffi::Result<ffi::AnyBuffer> argmax,
-       ffi::Span<const int64_t> ints, float spatial_scale) {
+    [](ffi::ThreadPool pool, ffi::AnyBuffer features, ffi::AnyBuffer rois,
+       ffi::BufferR0<ffi::S32> count, ffi::Result<ffi::AnyBuffer> pooled,
+       ffi::Result<ffi::AnyBuffer> argmax, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          &*argmax, ints, spatial_scale);
     },
@@ -301,7 +309,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradHandler,
-    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::AnyBuffer rois,
        ffi::BufferR0<ffi::S32> count, ffi::Result<ffi::AnyBuffer> grad_features,
        ffi::Span<const int64_t> ints, float spatial_scale) {
       return HostGrad(pool, grads, rois, nullptr, *count.typed_data(),
@@ -311,7 +319,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolGradHandler,
-    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer grads, ffi::AnyBuffer rois,
        ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32> count,
        ffi::Result<ffi::AnyBuffer> grad_features, ffi::Span<const int64_t> ints,
        float spatial_scale) {
@@ -336,7 +344,7 @@ TFCO_REGISTER_CPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesHandler);
 // (GpuCall).
 template <typename Binding>
 auto WithScratch(Binding binding) {
-  return std::move(binding).template Ret<ffi::Buffer<ffi::F32>>();
+  return std::move(binding).template Ret<ffi::AnyBuffer>();
 }
 
 // On a GPU the boxes live in device memory, where a handler can neither
@@ -346,16 +354,17 @@ auto WithScratch(Binding binding) {
 // Their count is static (the lowering keeps boxes of dynamic count on HLO).
 ffi::Error GpuCall(const TfcoDevice* device, ffi::Span<const int64_t> ints,
                    float spatial_scale, ffi::DataType type,
-                   ffi::Buffer<ffi::F32> rois, float* checked,
+                   const ffi::AnyBuffer& rois, void* checked,
                    HandlerCall* call) {
   const int64_t num_rois = rois.dimensions()[0];
-  if (ffi::Error e = Decode(ints, spatial_scale, type, num_rois, call);
+  if (ffi::Error e = Decode(ints, spatial_scale, type, rois.element_type(),
+                            num_rois, call);
       e.failure()) {
     return e;
   }
-  return FfiCoreError(TfcoRoiCheckBoxes(device, num_rois,
+  return FfiCoreError(TfcoRoiCheckBoxes(device, call->boxes_dtype, num_rois,
                                         call->args.shape.batch, spatial_scale,
-                                        rois.typed_data(), checked));
+                                        rois.untyped_data(), checked));
 }
 
 // Runs run(device, call, checked) on XLA's stream `stream` once GpuCall has
@@ -363,7 +372,7 @@ ffi::Error GpuCall(const TfcoDevice* device, ffi::Span<const int64_t> ints,
 template <typename Run>
 ffi::Error OnGpu(void* stream, ffi::Span<const int64_t> ints,
                  float spatial_scale, ffi::DataType type,
-                 ffi::Buffer<ffi::F32> rois, float* checked, Run run) {
+                 const ffi::AnyBuffer& rois, void* checked, Run run) {
   const TfcoDevice device = StreamDevice(stream);
   HandlerCall call;
   if (ffi::Error e =
@@ -371,58 +380,54 @@ ffi::Error OnGpu(void* stream, ffi::Span<const int64_t> ints,
       e.failure()) {
     return e;
   }
-  return run(&device, call, static_cast<const float*>(checked));
+  return run(&device, call, static_cast<const void*>(checked));
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiForwardGpuHandler,
-    [](void* stream, ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+    [](void* stream, ffi::AnyBuffer features, ffi::AnyBuffer rois,
        ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> pooled,
-       ffi::Result<ffi::Buffer<ffi::F32>> checked,
-       ffi::Span<const int64_t> ints, float spatial_scale) {
-      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
-                   checked->typed_data(),
-                   [&](const TfcoDevice* d, const HandlerCall& call,
-                       const float* boxes) {
-                     return RunForward(d, call, features, boxes, *pooled,
-                                       nullptr);
-                   });
+       ffi::Result<ffi::AnyBuffer> checked, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return OnGpu(
+          stream, ints, spatial_scale, features.element_type(), rois,
+          checked->untyped_data(),
+          [&](const TfcoDevice* d, const HandlerCall& call, const void* boxes) {
+            return RunForward(d, call, features, boxes, *pooled, nullptr);
+          });
     },
     WithAttributes(WithScratch(
         TensorOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolForwardGpuHandler,
-    [](void* stream, ffi::AnyBuffer features, ffi::Buffer<ffi::F32> rois,
+    [](void* stream, ffi::AnyBuffer features, ffi::AnyBuffer rois,
        ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> pooled,
-       ffi::Result<ffi::AnyBuffer> argmax,
-       ffi::Result<ffi::Buffer<ffi::F32>> checked,
+       ffi::Result<ffi::AnyBuffer> argmax, ffi::Result<ffi::AnyBuffer> checked,
        ffi::Span<const int64_t> ints, float spatial_scale) {
-      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
-                   checked->typed_data(),
-                   [&](const TfcoDevice* d, const HandlerCall& call,
-                       const float* boxes) {
-                     return RunForward(
-                         d, call, features, boxes, *pooled,
-                         static_cast<int32_t*>(argmax->untyped_data()));
-                   });
+      return OnGpu(
+          stream, ints, spatial_scale, features.element_type(), rois,
+          checked->untyped_data(),
+          [&](const TfcoDevice* d, const HandlerCall& call, const void* boxes) {
+            return RunForward(d, call, features, boxes, *pooled,
+                              static_cast<int32_t*>(argmax->untyped_data()));
+          });
     },
     WithAttributes(WithScratch(PoolForwardOperands(
         ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradGpuHandler,
-    [](void* stream, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+    [](void* stream, ffi::AnyBuffer grads, ffi::AnyBuffer rois,
        ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> grad_features,
-       ffi::Result<ffi::Buffer<ffi::F32>> checked,
-       ffi::Span<const int64_t> ints, float spatial_scale) {
-      return OnGpu(stream, ints, spatial_scale, grads.element_type(), rois,
-                   checked->typed_data(),
-                   [&](const TfcoDevice* d, const HandlerCall& call,
-                       const float* boxes) {
-                     return RunGrad(d, call, grads, boxes, nullptr,
-                                    *grad_features);
-                   });
+       ffi::Result<ffi::AnyBuffer> checked, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return OnGpu(
+          stream, ints, spatial_scale, grads.element_type(), rois,
+          checked->untyped_data(),
+          [&](const TfcoDevice* d, const HandlerCall& call, const void* boxes) {
+            return RunGrad(d, call, grads, boxes, nullptr, *grad_features);
+          });
     },
     WithAttributes(WithScratch(
         TensorOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
@@ -430,20 +435,19 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 // The GPU kernel skips argmax entries that are not a pixel of the map.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolGradGpuHandler,
-    [](void* stream, ffi::AnyBuffer grads, ffi::Buffer<ffi::F32> rois,
+    [](void* stream, ffi::AnyBuffer grads, ffi::AnyBuffer rois,
        ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32>,
        ffi::Result<ffi::AnyBuffer> grad_features,
-       ffi::Result<ffi::Buffer<ffi::F32>> checked,
-       ffi::Span<const int64_t> ints, float spatial_scale) {
-      return OnGpu(stream, ints, spatial_scale, grads.element_type(), rois,
-                   checked->typed_data(),
-                   [&](const TfcoDevice* d, const HandlerCall& call,
-                       const float* boxes) {
-                     return RunGrad(
-                         d, call, grads, boxes,
-                         static_cast<const int32_t*>(argmax.untyped_data()),
-                         *grad_features);
-                   });
+       ffi::Result<ffi::AnyBuffer> checked, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return OnGpu(
+          stream, ints, spatial_scale, grads.element_type(), rois,
+          checked->untyped_data(),
+          [&](const TfcoDevice* d, const HandlerCall& call, const void* boxes) {
+            return RunGrad(d, call, grads, boxes,
+                           static_cast<const int32_t*>(argmax.untyped_data()),
+                           *grad_features);
+          });
     },
     WithAttributes(WithScratch(
         PoolGradOperands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
@@ -451,17 +455,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradBoxesGpuHandler,
     [](void* stream, ffi::AnyBuffer grads, ffi::AnyBuffer features,
-       ffi::Buffer<ffi::F32> rois, ffi::BufferR0<ffi::S32>,
-       ffi::Result<ffi::Buffer<ffi::F32>> grad_rois,
-       ffi::Result<ffi::Buffer<ffi::F32>> checked,
-       ffi::Span<const int64_t> ints, float spatial_scale) {
-      return OnGpu(stream, ints, spatial_scale, features.element_type(), rois,
-                   checked->typed_data(),
-                   [&](const TfcoDevice* d, const HandlerCall& call,
-                       const float* boxes) {
-                     return RunGradBoxes(d, call, grads, features, boxes,
-                                         grad_rois->typed_data());
-                   });
+       ffi::AnyBuffer rois, ffi::BufferR0<ffi::S32>,
+       ffi::Result<ffi::AnyBuffer> grad_rois,
+       ffi::Result<ffi::AnyBuffer> checked, ffi::Span<const int64_t> ints,
+       float spatial_scale) {
+      return OnGpu(
+          stream, ints, spatial_scale, features.element_type(), rois,
+          checked->untyped_data(),
+          [&](const TfcoDevice* d, const HandlerCall& call, const void* boxes) {
+            return RunGradBoxes(d, call, grads, features, boxes,
+                                grad_rois->untyped_data());
+          });
     },
     WithAttributes(WithScratch(GradBoxesOperands(
         ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));
@@ -490,6 +494,8 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
   std::vector<CustomCallResult> results;
   const xla::PrimitiveType type =
       context->input_xla_type(role == RoiOpRole::kGradBoxes ? 1 : 0);
+  const xla::PrimitiveType boxes_type =
+      context->input_xla_type(role == RoiOpRole::kGradBoxes ? 2 : 1);
   std::vector<int64_t> pooled_dims = {shape.num_rois, attrs.pooled_height,
                                       attrs.pooled_width, shape.out_channels};
   if (attrs.nchw) {
@@ -528,7 +534,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
       operands = {context->Input(0), context->Input(1), context->Input(2)};
       rows = {0, 2};
       boxes = 2;
-      results.push_back({xla::F32, {shape.num_rois, 5}, true});
+      results.push_back({boxes_type, {shape.num_rois, 5}, true});
       target = kGradBoxes;
       break;
   }
@@ -537,7 +543,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
     // The GPU handlers cannot read a dynamic count (it lives on the device).
     if (HasOtherDynamicDimensions(context, operands, {})) return false;
     // Their scratch: the checked boxes (GpuCall).
-    results.push_back({xla::F32, {shape.num_rois, 5}, false});
+    results.push_back({boxes_type, {shape.num_rois, 5}, false});
   }
   const std::vector<xla::XlaOp> outputs = EmitCustomCall(
       context, target, operands, boxes, results, Attributes(attrs, shape));

@@ -49,8 +49,9 @@ using roi::RoiShape;
 struct Call {
   RoiAttrs attrs;
   RoiShape shape;
-  xla::PrimitiveType type;  // of the features
-  xla::PrimitiveType acc;   // accumulation type, as roi::AccumulatorType
+  xla::PrimitiveType type;   // of the features
+  xla::PrimitiveType acc;    // accumulation type, as roi::AccumulatorType
+  xla::PrimitiveType boxes;  // of the boxes: F32, or F64 with F64 features
   xla::XlaBuilder* b;
   // The boxes' count, where it is bounded-dynamic (boxes from
   // tf.boolean_mask): the HLO computes on the boxes padded to their bound
@@ -129,6 +130,7 @@ Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
   TF_RETURN_IF_ERROR(
       roi::CheckRoisShape(context->InputShape(rois_input), &call->shape));
   const xla::XlaOp rois = context->Input(rois_input);
+  call->boxes = context->input_xla_type(rois_input);
   call->dynamic_boxes = call->b->GetShape(rois)->is_dynamic_dimension(0);
   call->num_boxes = xla::GetDimensionSize(rois, 0);
   TensorShape pooled;
@@ -167,7 +169,7 @@ xla::XlaOp ToDataFormat(const Call& c, xla::XlaOp x) {
 // The boxes, one [K] array per column, with `ok` (which boxes pass the
 // regular kernels' ValidateRois) and their batch indices (0 where not ok).
 struct Boxes {
-  std::vector<xla::XlaOp> column;  // float
+  std::vector<xla::XlaOp> column;  // of the boxes' type
   xla::XlaOp ok;
   xla::XlaOp batch;  // int32
 };
@@ -191,8 +193,8 @@ Boxes ReadBoxes(const Call& c, xla::XlaOp rois) {
   }
   const xla::XlaOp index = boxes.column[0];
   ok = xla::And(ok, xla::Eq(index, xla::Floor(index)));
-  ok = xla::And(ok, xla::Ge(index, c.Const(xla::F32, 0)));
-  ok = xla::And(ok, xla::Lt(index, c.Const(xla::F32, c.shape.batch)));
+  ok = xla::And(ok, xla::Ge(index, c.Const(c.boxes, 0)));
+  ok = xla::And(ok, xla::Lt(index, c.Const(c.boxes, c.shape.batch)));
   if (c.dynamic_boxes) {
     ok = xla::And(ok, xla::Lt(xla::Iota(c.b, xla::S32, k),
                               xla::Broadcast(c.num_boxes, {k})));
@@ -617,6 +619,8 @@ class RoiXlaOpKernel : public XlaOpKernel {
   RoiXlaOpKernel(OpKernelConstruction* context, RoiKind kind)
       : XlaOpKernel(context), custom_call_(context) {
     OP_REQUIRES_OK(context, roi::ReadRoiAttrs(context, kind, &attrs_));
+    DataType boxes;
+    OP_REQUIRES_OK(context, roi::ReadBoxesDtype(context, &boxes));
   }
 
  protected:
@@ -1041,7 +1045,7 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
     SetTypes(context->input_xla_type(1), &c);
     const int64_t k = c.shape.num_rois;
     if (c.empty()) {
-      context->SetOutput(0, BoxRows(c, c.Zeros(xla::F32, {k, 5})));
+      context->SetOutput(0, BoxRows(c, c.Zeros(c.boxes, {k, 5})));
       return;
     }
     const xla::XlaOp features = xla::Reshape(
@@ -1095,13 +1099,13 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
           return v;
         });
     OP_REQUIRES_OK(context, result.status());
-    std::vector<xla::XlaOp> columns = {c.Zeros(xla::F32, {k, 1})};
+    std::vector<xla::XlaOp> columns = {c.Zeros(c.boxes, {k, 1})};
     for (int j = 0; j < 4; ++j) {
       const xla::XlaOp sum =
           xla::Reduce((*result)[j], c.A(0),
                       xla::CreateScalarAddComputation(c.acc, c.b), {1, 2});
       columns.push_back(
-          xla::Reshape(xla::ConvertElementType(sum, xla::F32), {k, 1}));
+          xla::Reshape(xla::ConvertElementType(sum, c.boxes), {k, 1}));
     }
     context->SetOutput(0, BoxRows(c, xla::ConcatInDim(c.b, columns, 1)));
   }

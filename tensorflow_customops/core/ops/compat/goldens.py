@@ -89,13 +89,16 @@ def cases(op_def):
     """(case name, complete attrs) pairs: every allowed value of each type attr,
     the other attrs at their defaults."""
     defaults = {a.name: _default_value(op_def.name, a) for a in op_def.attr}
+    override = _override(op_def.name)
     result = {}
     for attr in op_def.attr:
-        if attr.type != "type" or attr.name in _override(op_def.name).attrs:
+        if attr.type != "type" or attr.name in override.attrs:
             continue
         for dtype in attr.allowed_values.list.type or [defaults[attr.name].type]:
             attrs = dict(defaults)
             attrs[attr.name] = attr_value_pb2.AttrValue(type=dtype)
+            if override.tie_types:
+                attrs = override.tie_types(attrs)
             name = "_".join(
                 f"{a.name}_{tf.as_dtype(attrs[a.name].type).name}"
                 for a in op_def.attr

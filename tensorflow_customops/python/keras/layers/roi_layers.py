@@ -21,7 +21,8 @@ The layers need Keras' TensorFlow backend (`KERAS_BACKEND=tensorflow`, the
 default); under another backend they refuse to be built.
 
 Boxes are never autocast: under a mixed precision policy the features are cast
-to the compute dtype and the box coordinates stay float32.
+to the compute dtype and the box coordinates stay float32. Under a float64
+policy, float64 boxes stay float64 (the ops' rule, `roi_align`'s `rois`).
 
 The layers are registered as `tfco>RoIAlign` and so on: a saved model that
 uses them reloads once `tensorflow_customops` has been imported.
