@@ -201,7 +201,9 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
       }
       for (int e = threadIdx.x; e < step * kTile; e += kThreads) {
-        const int ci = e % step, p = e / step;
+        // Neighbouring threads read neighbouring channels (NHWC) or pixels.
+        const int ci = g.a.nchw ? e / kTile : e % step;
+        const int p = g.a.nchw ? e % kTile : e / step;
         const SharedSample<A>& s = samples[p];
         columns[ci][p] =
             ColumnValue<T, A>(s, input + s.image + (c0 + ci) * g.in.c);
@@ -259,8 +261,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     for (int e = threadIdx.x; e < kStep * kTile; e += kThreads) {
-      // Channel ci of the tile, and output channel ci of the block.
-      const int ci = e % kTile, p = e / kTile;
+      // Channel ci of the tile, and output channel ci of the block;
+      // neighbouring threads read neighbouring channels (NHWC) or pixels.
+      const int ci = g.a.nchw ? e / kStep : e % kTile;
+      const int p = g.a.nchw ? e % kStep : e / kTile;
       const SharedSample<A>& s = samples[p];
       columns[p][ci] =
           ci < tile ? ColumnValue<T, A>(s, input + s.image + (c0 + ci) * g.in.c)
@@ -328,7 +332,10 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t left = (group + 1) * g.og - oc0;
       const int n = static_cast<int>(left < kStep ? left : kStep);
       for (int e = threadIdx.x; e < kStep * kTile; e += kThreads) {
-        const int j = e % kStep, p = e / kStep;
+        // Neighbouring threads read neighbouring output channels (NHWC) or
+        // pixels of grad_output.
+        const int j = g.a.nchw ? e / kTile : e % kStep;
+        const int p = g.a.nchw ? e % kTile : e / kStep;
         const SharedSample<A>& s = samples[p];
         dys[j][p] =
             s.real && j < n
