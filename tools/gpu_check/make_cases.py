@@ -138,13 +138,16 @@ def _roi_cases(
     x = tf.cast(features, _TF_DTYPES[dtype])
     if data_format == "NCHW":
         x = tf.transpose(x, [0, 3, 1, 2])
+    # A tensor keeps float64 boxes float64 (Tboxes); the op wrapper would
+    # convert a NumPy array to Tboxes' default, float32.
+    rois = tf.constant(rois)
     forward = getattr(_ops, "custom_ops_" + op)(x, rois, **op_attrs)
     pooled = forward[0] if functor == "RoiPool" else forward
     outputs = {"pooled": (pooled, dtype)}
     if functor == "RoiPool":
         outputs["argmax"] = (forward[1], "int32")
     kind = "exact" if functor == "RoiPool" else "sum"
-    boxes_dtype = np.asarray(rois).dtype.name  # float32, or float64 (Tboxes)
+    boxes_dtype = rois.dtype.name  # float32, or float64 (Tboxes)
     inputs = {"features": (x, dtype), "rois": (rois, boxes_dtype)}
     cases = []
     if pooled.shape.num_elements():  # the op launches nothing otherwise
