@@ -18,6 +18,7 @@
 #if GOOGLE_CUDA
 
 #include <algorithm>
+#include <type_traits>
 
 #include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
@@ -173,7 +174,7 @@ __device__ void MultiplyStep(const A (&a)[kRowsA][kTile + 1],
 // Block (x, y): kTile pixels from x * kTile by kTile output channels of one
 // group (y = group * tiles + tile); the inner dimension walks taps, then the
 // group's channels, `step` at a time.
-template <typename T>
+template <typename T, bool kNchw>
 __global__ void __launch_bounds__(kThreads)
     ForwardKernel(const Geometry g, const T* __restrict__ input,
                   const T* __restrict__ filter, const T* __restrict__ offset,
@@ -202,8 +203,8 @@ __global__ void __launch_bounds__(kThreads)
       }
       for (int e = threadIdx.x; e < step * kTile; e += kThreads) {
         // Neighbouring threads read neighbouring channels (NHWC) or pixels.
-        const int ci = g.a.nchw ? e / kTile : e % step;
-        const int p = g.a.nchw ? e % kTile : e / step;
+        const int ci = kNchw ? e / kTile : e % step;
+        const int p = kNchw ? e % kTile : e / step;
         const SharedSample<A>& s = samples[p];
         columns[ci][p] =
             ColumnValue<T, A>(s, input + s.image + (c0 + ci) * g.in.c);
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(kThreads)
 // Block (x, y, z): filter elements of tap k = z % taps, group z / taps, `tile`
 // channels from y * tile within the group by kTile output channels from
 // x * kTile; the inner dimension walks every image's pixels, kStep at a time.
-template <typename T>
+template <typename T, bool kNchw>
 __global__ void __launch_bounds__(kThreads)
     FilterGradKernel(const Geometry g, const T* __restrict__ input,
                      const T* __restrict__ offset, const T* __restrict__ mask,
@@ -263,8 +264,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = threadIdx.x; e < kStep * kTile; e += kThreads) {
       // Channel ci of the tile, and output channel ci of the block;
       // neighbouring threads read neighbouring channels (NHWC) or pixels.
-      const int ci = g.a.nchw ? e / kStep : e % kTile;
-      const int p = g.a.nchw ? e % kStep : e / kTile;
+      const int ci = kNchw ? e / kStep : e % kTile;
+      const int p = kNchw ? e % kStep : e / kTile;
       const SharedSample<A>& s = samples[p];
       columns[p][ci] =
           ci < tile ? ColumnValue<T, A>(s, input + s.image + (c0 + ci) * g.in.c)
@@ -300,7 +301,7 @@ __global__ void __launch_bounds__(kThreads)
 // tile's share of the offset and mask gradients to per-pixel sums: each
 // thread over its channels, then across its 16-thread row with shuffles in a
 // fixed pattern.
-template <typename T>
+template <typename T, bool kNchw>
 __global__ void __launch_bounds__(kThreads)
     ColumnGradKernel(const Geometry g, const T* __restrict__ input,
                      const T* __restrict__ filter, const T* __restrict__ offset,
@@ -334,8 +335,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = threadIdx.x; e < kStep * kTile; e += kThreads) {
         // Neighbouring threads read neighbouring output channels (NHWC) or
         // pixels of grad_output.
-        const int j = g.a.nchw ? e / kTile : e % kStep;
-        const int p = g.a.nchw ? e % kTile : e / kStep;
+        const int j = kNchw ? e / kTile : e % kStep;
+        const int p = kNchw ? e % kTile : e / kStep;
         const SharedSample<A>& s = samples[p];
         dys[j][p] =
             s.real && j < n
@@ -410,6 +411,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Calls launch(std::bool_constant<nchw>()): the kernels' tile fills pick
+// their thread order by layout at compile time.
+template <typename F>
+void WithLayout(const TfcoDeformConv2dArgs& args, F&& launch) {
+  if (args.nchw) {
+    launch(std::true_type());
+  } else {
+    launch(std::false_type());
+  }
+}
+
 unsigned Blocks(int64_t n, int64_t per_block) {
   return static_cast<unsigned>((n + per_block - 1) / per_block);
 }
@@ -425,11 +437,13 @@ struct DeformableConv2d<GPUDevice, T> {
                   const T* mask, T* output) {
     const Geometry g = MakeGeometry(args);
     if (g.pixels == 0 || args.o == 0) return;
-    LaunchGpuKernel(
-        ForwardKernel<T>,
-        dim3(Blocks(g.pixels, kTile),
-             static_cast<unsigned>(args.groups) * Blocks(g.og, kTile)),
-        dim3(kThreads), d, g, input, filter, offset, mask, output);
+    WithLayout(args, [&](auto nchw) {
+      LaunchGpuKernel(
+          ForwardKernel<T, decltype(nchw)::value>,
+          dim3(Blocks(g.pixels, kTile),
+               static_cast<unsigned>(args.groups) * Blocks(g.og, kTile)),
+          dim3(kThreads), d, g, input, filter, offset, mask, output);
+    });
   }
 };
 
@@ -451,15 +465,18 @@ struct DeformableConv2dGrad<GPUDevice, T> {
       }
       return;
     }
-    LaunchGpuKernel(ColumnGradKernel<T>,
-                    dim3(Blocks(g.pixels, kTile), static_cast<unsigned>(taps)),
-                    dim3(kThreads), d, g, input, filter, offset, mask,
-                    grad_output, grad_input, grad_offset, grad_mask);
-    LaunchGpuKernel(
-        FilterGradKernel<T>,
-        dim3(Blocks(g.og, kTile), static_cast<unsigned>(g.cg / g.tile),
-             static_cast<unsigned>(g.taps * args.groups)),
-        dim3(kThreads), d, g, input, offset, mask, grad_output, grad_filter);
+    WithLayout(args, [&](auto nchw) {
+      LaunchGpuKernel(
+          ColumnGradKernel<T, decltype(nchw)::value>,
+          dim3(Blocks(g.pixels, kTile), static_cast<unsigned>(taps)),
+          dim3(kThreads), d, g, input, filter, offset, mask, grad_output,
+          grad_input, grad_offset, grad_mask);
+      LaunchGpuKernel(
+          FilterGradKernel<T, decltype(nchw)::value>,
+          dim3(Blocks(g.og, kTile), static_cast<unsigned>(g.cg / g.tile),
+               static_cast<unsigned>(g.taps * args.groups)),
+          dim3(kThreads), d, g, input, offset, mask, grad_output, grad_filter);
+    });
   }
 };
 
