@@ -112,6 +112,16 @@ for release in "${releases[@]}"; do
       echo "=== ${test} failed on TensorFlow ${tf_version} (log: ${log})"
     fi
   done
+  if [[ "${BENCHMARK:-0}" == 1 ]]; then
+    for benchmark in xla_speed_benchmark roi_layer_fit_benchmark; do
+      out="${cache}/tf${release}-py${version}-${benchmark}.txt"
+      echo "=== ${benchmark} on TensorFlow ${tf_version} (log: ${out})"
+      (cd "${cache}" && PYTHONPATH="${cache}/compat-tf${release}" TF_CPP_MIN_LOG_LEVEL=2 \
+        "${venv}/bin/python" -m "tensorflow_customops.python.benchmarks.${benchmark}") \
+        >"${out}" 2>&1 || failed=$((failed + 1))
+      grep -v "^losses" "${out}" | tail -n 12
+    done
+  fi
   rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} | ${compat} |")
 done
 echo
