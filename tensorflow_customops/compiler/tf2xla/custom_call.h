@@ -33,9 +33,9 @@
 
 // The legacy registry, and the layout of the status a legacy call fails
 // through, on 2.12 to 2.19 (tensorflow/compiler/xla until 2.15).
-#if !TFCO_XLA_FFI &&                                                \
+#if !TFCO_XLA_FFI &&                                               \
     (__has_include("xla/service/custom_call_status_internal.h") || \
-     __has_include(                                                 \
+     __has_include(                                                \
          "tensorflow/compiler/xla/service/custom_call_status_internal.h"))
 #define TFCO_XLA_LEGACY_CALLS 1
 #include "tensorflow_customops/compiler/tf2xla/legacy_custom_call.h"
@@ -64,9 +64,9 @@ namespace ffi = ::tensorflow::customops::legacy;
 
 // Whether an op's lowering is a custom call: compiled for a device with
 // handlers (the CPU; with typed FFI, the GPU too for ops with
-// `gpu_handlers`, where the library has CUDA kernels), unless the environment variable
-// TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for HLO
-// (tests compare the two).
+// `gpu_handlers`, where the library has CUDA kernels), unless the environment
+// variable TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for
+// HLO (tests compare the two).
 class CustomCallChoice {
  public:
   CustomCallChoice(OpKernelConstruction* context, bool gpu_handlers);

@@ -86,9 +86,9 @@ class Parser {
     const std::string rest(text_.substr(pos_, 40));
     char* end = nullptr;
     errno = 0;
-    *value = base == 16 ? static_cast<int64_t>(
-                              std::strtoull(rest.c_str(), &end, base))
-                        : std::strtoll(rest.c_str(), &end, base);
+    *value = base == 16
+                 ? static_cast<int64_t>(std::strtoull(rest.c_str(), &end, base))
+                 : std::strtoll(rest.c_str(), &end, base);
     if (end == rest.c_str() || errno != 0) return false;
     pos_ += end - rest.c_str();
     return true;
@@ -209,9 +209,9 @@ bool CallFrame::Describe(const char* name, size_t count,
   while (i + 2 <= v.size()) {
     const int64_t rank = v[i + 1];
     if (rank < 0 || v.size() - i - 2 < static_cast<size_t>(rank)) return false;
-    out->push_back({static_cast<DataType>(v[i]),
-                    std::vector<int64_t>(v.begin() + i + 2,
-                                         v.begin() + i + 2 + rank)});
+    out->push_back(
+        {static_cast<DataType>(v[i]),
+         std::vector<int64_t>(v.begin() + i + 2, v.begin() + i + 2 + rank)});
     i += 2 + rank;
   }
   return i == v.size() && (count == kAny || out->size() == count);
@@ -228,9 +228,9 @@ CallFrame::CallFrame(void* out, const void** in, const char* opaque,
     ok = ok && attributes_.count(name) > 0;
   }
   if (!ok) {
-    error_ = Error::Internal(absl::StrCat(
-        "legacy custom call: unexpected attributes ",
-        absl::string_view(opaque, opaque_len)));
+    error_ = Error::Internal(
+        absl::StrCat("legacy custom call: unexpected attributes ",
+                     absl::string_view(opaque, opaque_len)));
   }
 }
 
@@ -252,7 +252,8 @@ Span<const int64_t> CallFrame::Ints(const char* name) const {
 
 float CallFrame::Float(const char* name) const {
   const auto found = attributes_.find(name);
-  if (found == attributes_.end()) return std::numeric_limits<float>::quiet_NaN();
+  if (found == attributes_.end())
+    return std::numeric_limits<float>::quiet_NaN();
   return static_cast<float>(found->second.number);
 }
 

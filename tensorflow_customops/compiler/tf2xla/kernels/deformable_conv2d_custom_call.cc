@@ -216,10 +216,9 @@ void TfcoDeformableConv2dGradLegacy(void* out, const void** in,
   const legacy::CallFrame f(out, in, opaque, opaque_len, 5, 4, {"ints"});
   if (!f.ok()) return legacy::Finish(status, f.error());
   const FfiCoreDevice device(f.pool());
-  legacy::Finish(status,
-                 Grad(device.get(), f.Arg(0), f.Arg(1), f.Arg(2), f.Arg(3),
-                      f.Arg(4), f.Ret(0), f.Ret(1), f.Ret(2), f.Ret(3),
-                      f.Ints("ints")));
+  legacy::Finish(status, Grad(device.get(), f.Arg(0), f.Arg(1), f.Arg(2),
+                              f.Arg(3), f.Arg(4), f.Ret(0), f.Ret(1), f.Ret(2),
+                              f.Ret(3), f.Ints("ints")));
 }
 
 TFCO_REGISTER_CPU_LEGACY_HANDLER(kForward, TfcoDeformableConv2dLegacy);
