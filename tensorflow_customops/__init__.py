@@ -60,9 +60,12 @@ def build_info():
       program serving a SavedModel loads), `cxx11_abi_flag`, `cxx_standard`,
       `cuda` (whether GPU kernels were compiled in), `cuda_capabilities`,
       `xla` (whether the XLA lowerings are loaded, so the ops compile under
-      jit_compile), `xla_unavailable_reason` (why not, or "") and
-      `xla_custom_calls` (whether, on CPU, the RoI ops compile to calls into
-      their own kernels rather than to HLO: docs/xla.md).
+      jit_compile), `xla_unavailable_reason` (why not, or ""),
+      `xla_custom_calls` (whether, on CPU, the RoI ops, DeformableConv2d and
+      CheckNumericsN compile to calls into their own kernels rather than to
+      HLO) and `xla_custom_call_api` (through which XLA interface: "typed_ffi"
+      on TensorFlow 2.20 and newer, "legacy" on 2.12 to 2.19, "" for none;
+      their errors differ: docs/xla.md).
     """
     xla, xla_reason = _load_library.xla_status()
     return {
@@ -78,6 +81,7 @@ def build_info():
         "xla": xla,
         "xla_unavailable_reason": xla_reason,
         "xla_custom_calls": _load_library.xla_custom_calls(),
+        "xla_custom_call_api": _load_library.xla_custom_call_api(),
     }
 
 

@@ -9,7 +9,9 @@
 #   tools/wheel_matrix.sh [WHEEL] [RELEASE[@PYTHON]...]
 #
 # (default: dist/'s newest wheel, every release; RELEASE@3.10 picks another
-# Python than the newest).
+# Python than the newest). With BENCHMARK=1 it also runs, in each
+# virtualenv, the benchmarks of what jit_compile costs (xla_speed_benchmark,
+# roi_layer_fit_benchmark) and prints their tables.
 #
 # The virtualenvs are kept in ~/.cache/tensorflow_customops/venvs (or
 # $TFCO_VENV_CACHE) and reused. An interpreter is found as pythonX.Y on PATH
@@ -56,12 +58,13 @@ find_python() {
 
 # The compat tests import the installed package plus the repository's compat
 # and registry modules, which the wheel leaves out; they read the history and
-# goldens from the repository.
+# goldens from the repository. The benchmarks import theirs too.
 compat_path() {
   local site="$1" overlay="$2"
   rm -rf "${overlay}" && mkdir -p "${overlay}"
   cp -r "${site}/tensorflow_customops" "${overlay}/"
-  (cd "${root}" && git ls-files 'tensorflow_customops/core/*.py' 'tensorflow_customops/python/registry/*.py' |
+  (cd "${root}" && git ls-files 'tensorflow_customops/core/*.py' 'tensorflow_customops/python/registry/*.py' \
+    'tensorflow_customops/python/benchmarks/*.py' |
     grep -v '_test.py$' | xargs cp --parents -t "${overlay}")
 }
 
@@ -112,6 +115,16 @@ for release in "${releases[@]}"; do
       echo "=== ${test} failed on TensorFlow ${tf_version} (log: ${log})"
     fi
   done
+  if [[ "${BENCHMARK:-0}" == 1 ]]; then
+    for benchmark in xla_speed_benchmark roi_layer_fit_benchmark; do
+      out="${cache}/tf${release}-py${version}-${benchmark}.txt"
+      echo "=== ${benchmark} on TensorFlow ${tf_version} (log: ${out})"
+      (cd "${cache}" && PYTHONPATH="${cache}/compat-tf${release}" TF_CPP_MIN_LOG_LEVEL=2 \
+        "${venv}/bin/python" -m "tensorflow_customops.python.benchmarks.${benchmark}") \
+        >"${out}" 2>&1 || failed=$((failed + 1))
+      grep -v "^losses" "${out}" | tail -n 12
+    done
+  fi
   rows+=("| ${release} | $("${venv}/bin/python" -c 'import platform; print(platform.python_version())') | ${tf_version} | ${summary} | ${compat} |")
 done
 echo

@@ -1,12 +1,12 @@
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
 
-// Whether this build's lowerings call the kernel core (TFCO_XLA_FFI); the
-// package reports it in build_info()["xla_custom_calls"].
+// Which custom calls this build's lowerings make into the kernel core: 0
+// none, 1 typed FFI, 2 legacy; the package reports it in build_info().
 extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
-  return TFCO_XLA_FFI;
+  return TFCO_XLA_FFI ? 1 : TFCO_XLA_LEGACY_CALLS ? 2 : 0;
 }
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,7 +17,9 @@ extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow_customops/core/platform/status_compat.h"
 
+#if TFCO_XLA_FFI
 namespace xla {
 namespace ffi {
 // The FFI registry XLA reads, exported by TensorFlow 2.20 and newer (from
@@ -26,6 +28,7 @@ namespace ffi {
 const XLA_FFI_Api* GetXlaFfiApi();
 }  // namespace ffi
 }  // namespace xla
+#endif
 
 namespace tensorflow {
 namespace customops {
@@ -35,7 +38,11 @@ CustomCallChoice::CustomCallChoice(OpKernelConstruction* context,
     : on_gpu_(context->device_type().type_string() == DEVICE_GPU_XLA_JIT),
       // TFCO_CUDA: the kernel core built with this library has CUDA kernels.
       has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT ||
-                   (on_gpu_ && gpu_handlers && TFCO_CUDA)) {}
+                   (on_gpu_ && gpu_handlers && TFCO_CUDA && TFCO_XLA_FFI)) {
+#if TFCO_XLA_LEGACY_CALLS
+  if (has_handler_) legacy::KeepPool(context);
+#endif
+}
 
 bool CustomCallChoice::Use() const {
   const char* lowering = std::getenv("TFCO_XLA_LOWERING");
@@ -137,14 +144,23 @@ std::vector<xla::XlaOp> EmitCustomCall(
   for (const CustomCallResult& result : results) {
     result_shapes.push_back(RowMajor(result.type, result.dims));
   }
+#if TFCO_XLA_FFI
+  const std::string config = attributes.str();
+  constexpr auto api = xla::CustomCallApiVersion::API_VERSION_TYPED_FFI;
+#else
+  const std::string config =
+      legacy::DescribeBuffers(attributes, operand_shapes, result_shapes);
+  // XLA's CPU backend passes the opaque string and a status to fail through.
+  constexpr auto api =
+      xla::CustomCallApiVersion::API_VERSION_STATUS_RETURNING_UNIFIED;
+#endif
   const xla::Shape shape = result_shapes.size() == 1
                                ? result_shapes[0]
                                : xla::ShapeUtil::MakeTupleShape(result_shapes);
   const xla::XlaOp call = xla::CustomCallWithLayout(
-      b, target, operands, shape, operand_shapes, attributes.str(),
+      b, target, operands, shape, operand_shapes, config,
       /*has_side_effect=*/false, aliasing,
-      /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
-      xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+      /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE, api);
   std::vector<xla::XlaOp> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
     xla::XlaOp output =
@@ -171,12 +187,12 @@ bool HasOtherDynamicDimensions(XlaOpKernelContext* context,
   return false;
 }
 
-FfiCoreDevice::FfiCoreDevice(xla::ffi::ThreadPool pool) : pool_(pool) {
+FfiCoreDevice::FfiCoreDevice(ffi::ThreadPool pool) : pool_(pool) {
   core_pool_.pool = &pool_;
   core_pool_.num_threads = static_cast<int>(pool_.num_threads());
   core_pool_.pool_threads = core_pool_.num_threads;
   core_pool_.schedule = [](void* pool, void (*fn)(void*), void* arg) {
-    static_cast<xla::ffi::ThreadPool*>(pool)->Schedule([fn, arg] { fn(arg); });
+    static_cast<ffi::ThreadPool*>(pool)->Schedule([fn, arg] { fn(arg); });
   };
   // FFI does not say which of its threads the caller is.
   core_pool_.current_thread_id = [](void*) { return -1; };
@@ -184,30 +200,30 @@ FfiCoreDevice::FfiCoreDevice(xla::ffi::ThreadPool pool) : pool_(pool) {
   device_.gpu_stream = nullptr;
 }
 
-bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype) {
+bool CoreDtypeOf(ffi::DataType type, TfcoDtype* dtype) {
   switch (type) {
-    case xla::ffi::DataType::F16:
+    case ffi::DataType::F16:
       *dtype = TFCO_HALF;
       return true;
-    case xla::ffi::DataType::BF16:
+    case ffi::DataType::BF16:
       *dtype = TFCO_BFLOAT16;
       return true;
-    case xla::ffi::DataType::F32:
+    case ffi::DataType::F32:
       *dtype = TFCO_FLOAT;
       return true;
-    case xla::ffi::DataType::F64:
+    case ffi::DataType::F64:
       *dtype = TFCO_DOUBLE;
       return true;
-    case xla::ffi::DataType::S8:
+    case ffi::DataType::S8:
       *dtype = TFCO_INT8;
       return true;
-    case xla::ffi::DataType::U8:
+    case ffi::DataType::U8:
       *dtype = TFCO_UINT8;
       return true;
-    case xla::ffi::DataType::S32:
+    case ffi::DataType::S32:
       *dtype = TFCO_INT32;
       return true;
-    case xla::ffi::DataType::S64:
+    case ffi::DataType::S64:
       *dtype = TFCO_INT64;
       return true;
     default:
@@ -215,20 +231,22 @@ bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype) {
   }
 }
 
-xla::ffi::Error FfiError(const Status& status) {
-  if (status.ok()) return xla::ffi::Error::Success();
-  return xla::ffi::Error(static_cast<xla::ffi::ErrorCode>(status.code()),
-                         std::string(status.message()));
+ffi::Error FfiError(const Status& status) {
+  if (status.ok()) return ffi::Error::Success();
+  return ffi::Error(static_cast<ffi::ErrorCode>(status.code()),
+                    StatusMessage(status));
 }
 
-xla::ffi::Error FfiCoreError(TfcoError error) {
-  if (error == nullptr) return xla::ffi::Error::Success();
-  return xla::ffi::Error::Internal(error);
+ffi::Error FfiCoreError(TfcoError error) {
+  if (error == nullptr) return ffi::Error::Success();
+  return ffi::Error::Internal(error);
 }
 
+#if TFCO_XLA_FFI
 const XLA_FFI_Api* TfcoFfiApi() { return xla::ffi::GetXlaFfiApi(); }
+#endif
 
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TFCO_XLA_FFI
+#endif  // TFCO_XLA_CUSTOM_CALLS

@@ -1,11 +1,14 @@
 // Lowerings that call the kernel core (core/kernels/core_api.h) from XLA: a
-// typed-FFI custom call whose handler runs the regular kernels' CPU functor
-// on TensorFlow's intra-op pool, so compiled code computes what the regular
+// custom call whose handler runs the regular kernels' CPU functor on
+// TensorFlow's intra-op pool, so compiled code computes what the regular
 // kernels compute, at their speed, and raises their errors.
 //
 // Typed FFI needs XLA's FFI headers and the FFI registry's accessor, which
-// TensorFlow 2.20 and newer ship (TFCO_XLA_FFI is 1 there); on older releases
-// and on devices without a handler the lowerings build HLO instead.
+// TensorFlow 2.20 and newer ship (TFCO_XLA_FFI is 1 there). TensorFlow 2.12
+// to 2.19 take legacy custom calls instead (TFCO_XLA_LEGACY_CALLS,
+// legacy_custom_call.h), whose handlers are the same functions over that
+// file's stand-ins of FFI's types. On devices without a handler the
+// lowerings build HLO.
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_CUSTOM_CALL_H_
 #define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_CUSTOM_CALL_H_
@@ -28,21 +31,42 @@
 #define TFCO_XLA_FFI 0
 #endif
 
+// The legacy registry, and the layout of the status a legacy call fails
+// through, on 2.12 to 2.19 (tensorflow/compiler/xla until 2.15).
+#if !TFCO_XLA_FFI &&                                               \
+    (__has_include("xla/service/custom_call_status_internal.h") || \
+     __has_include(                                                \
+         "tensorflow/compiler/xla/service/custom_call_status_internal.h"))
+#define TFCO_XLA_LEGACY_CALLS 1
+#include "tensorflow_customops/compiler/tf2xla/legacy_custom_call.h"
+#else
+#define TFCO_XLA_LEGACY_CALLS 0
+#endif
+
+#define TFCO_XLA_CUSTOM_CALLS (TFCO_XLA_FFI || TFCO_XLA_LEGACY_CALLS)
+
 // Defined (1) where the kernel core has CUDA kernels (--config=cuda).
 #ifndef TFCO_CUDA
 #define TFCO_CUDA 0
 #endif
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
 namespace tensorflow {
 namespace customops {
 
+// The handlers' types: XLA's typed FFI, or the legacy calls' stand-ins.
+#if TFCO_XLA_FFI
+namespace ffi = ::xla::ffi;
+#else
+namespace ffi = ::tensorflow::customops::legacy;
+#endif
+
 // Whether an op's lowering is a custom call: compiled for a device with
-// handlers (the CPU; the GPU too for ops with `gpu_handlers`, where the
-// library has CUDA kernels), unless the environment variable
-// TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for HLO
-// (tests compare the two).
+// handlers (the CPU; with typed FFI, the GPU too for ops with
+// `gpu_handlers`, where the library has CUDA kernels), unless the environment
+// variable TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for
+// HLO (tests compare the two).
 class CustomCallChoice {
  public:
   CustomCallChoice(OpKernelConstruction* context, bool gpu_handlers);
@@ -54,8 +78,8 @@ class CustomCallChoice {
   bool has_handler_;
 };
 
-// A typed-FFI custom call's attributes: an MLIR dictionary, its backend
-// config.
+// A custom call's attributes: an MLIR dictionary, its backend config (the
+// legacy calls' opaque string, which legacy::CallFrame reads).
 class FfiAttributes {
  public:
   FfiAttributes& Int(const char* name, int64_t value);
@@ -83,7 +107,8 @@ struct CustomCallResult {
 // tf.boolean_mask), which the call cannot take, so operands are passed padded
 // to their bound and the count says how many rows are real. Other dynamic
 // dimensions are refused (HasOtherDynamicDimensions). With
-// `results_alias_operands`, result i is operand i's buffer.
+// `results_alias_operands`, result i is operand i's buffer. A legacy call's
+// attributes also describe its operands and results (legacy::CallFrame).
 std::vector<xla::XlaOp> EmitCustomCall(
     XlaOpKernelContext* context, const char* target,
     std::vector<xla::XlaOp> operands, int boxes,
@@ -97,34 +122,44 @@ bool HasOtherDynamicDimensions(XlaOpKernelContext* context,
                                absl::Span<const xla::XlaOp> operands,
                                absl::Span<const int> rows);
 
-// TensorFlow's intra-op pool, which XLA gives a handler, as the kernel core's
-// device.
+// TensorFlow's intra-op pool, which XLA gives a handler (which a legacy call
+// takes from its compilation), as the kernel core's device.
 class FfiCoreDevice {
  public:
-  explicit FfiCoreDevice(xla::ffi::ThreadPool pool);
+  explicit FfiCoreDevice(ffi::ThreadPool pool);
   FfiCoreDevice(const FfiCoreDevice&) = delete;
   FfiCoreDevice& operator=(const FfiCoreDevice&) = delete;
   const TfcoDevice* get() const { return &device_; }
 
  private:
-  xla::ffi::ThreadPool pool_;
+  ffi::ThreadPool pool_;
   TfcoThreadPool core_pool_;
   TfcoDevice device_;
 };
+
+// The kernel core's name of an FFI element type; false for the others.
+bool CoreDtypeOf(ffi::DataType type, TfcoDtype* dtype);
+
+// `status` as an FFI error (same code and message), or success.
+ffi::Error FfiError(const Status& status);
+// A kernel core's failure as an Internal error.
+ffi::Error FfiCoreError(TfcoError error);
+
+}  // namespace customops
+}  // namespace tensorflow
+
+#endif  // TFCO_XLA_CUSTOM_CALLS
+
+#if TFCO_XLA_FFI
+
+namespace tensorflow {
+namespace customops {
 
 // The kernel core's device of XLA's CUDA stream (a handler's
 // PlatformStream).
 inline TfcoDevice StreamDevice(void* stream) {
   return TfcoDevice{nullptr, stream};
 }
-
-// The kernel core's name of an FFI element type; false for the others.
-bool CoreDtypeOf(xla::ffi::DataType type, TfcoDtype* dtype);
-
-// `status` as an FFI error (same code and message), or success.
-xla::ffi::Error FfiError(const Status& status);
-// A kernel core's failure as an Internal error.
-xla::ffi::Error FfiCoreError(TfcoError error);
 
 // The process's FFI registry, which XLA in TensorFlow reads.
 const XLA_FFI_Api* TfcoFfiApi();

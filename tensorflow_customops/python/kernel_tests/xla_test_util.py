@@ -1,10 +1,12 @@
 """Which XLA lowering a test compiles: where the build has them
 (build_info()["xla_custom_calls"]), the RoI ops compile on CPU to custom calls
 into their own kernels; hlo_lowering() makes functions compiled inside it use
-the HLO lowerings instead, as older TensorFlow releases and other devices do."""
+the HLO lowerings instead, as other devices do."""
 
 import contextlib
 import os
+
+import tensorflow as tf
 
 import tensorflow_customops as tfco
 
@@ -13,6 +15,15 @@ _VARIABLE = "TFCO_XLA_LOWERING"
 
 def custom_calls():
     return tfco.build_info()["xla_custom_calls"]
+
+
+def data_error():
+    """What a custom call raises for data its kernel rejects, with the
+    kernel's message: typed-FFI calls raise its error; XLA raises a failed
+    legacy call (TensorFlow 2.12 to 2.19) as an InternalError."""
+    if tfco.build_info()["xla_custom_call_api"] == "legacy":
+        return tf.errors.InternalError
+    return tf.errors.InvalidArgumentError
 
 
 @contextlib.contextmanager

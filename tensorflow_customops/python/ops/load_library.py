@@ -162,14 +162,26 @@ def xla_status():
     return True, ""
 
 
+# TfcoXlaCustomCalls(): which custom calls the lowerings make.
+_CUSTOM_CALL_APIS = {0: "", 1: "typed_ffi", 2: "legacy"}
+
+
 @functools.cache
+def xla_custom_call_api():
+    """How the loaded XLA lowerings call the library's own CPU kernels:
+    "typed_ffi" (TensorFlow 2.20 and newer), "legacy" (XLA's legacy custom
+    calls, 2.12 to 2.19), or "" where they build HLO only or are not loaded
+    (docs/xla.md)."""
+    if not xla_status()[0]:
+        return ""
+    api = ctypes.CDLL(library_path(XLA_LIBRARY_NAME)).TfcoXlaCustomCalls()
+    return _CUSTOM_CALL_APIS[api]
+
+
 def xla_custom_calls():
     """Whether the loaded XLA lowerings call the library's own CPU kernels
-    (typed-FFI custom calls, TensorFlow 2.20 and newer) rather than build HLO
-    only; False without XLA lowerings."""
-    if not xla_status()[0]:
-        return False
-    return bool(ctypes.CDLL(library_path(XLA_LIBRARY_NAME)).TfcoXlaCustomCalls())
+    rather than build HLO only; False without XLA lowerings."""
+    return xla_custom_call_api() != ""
 
 
 def op_list():

@@ -22,24 +22,21 @@ namespace {
 
 constexpr char kTarget[] = "tfco_check_numerics_n";
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
-namespace ffi = xla::ffi;
-
-ffi::Error CheckNumerics(ffi::ThreadPool pool, ffi::RemainingArgs tensors,
-                         ffi::RemainingRets, std::string_view message) {
+ffi::Error CheckNumerics(ffi::ThreadPool pool,
+                         const std::vector<ffi::AnyBuffer>& tensors,
+                         std::string_view message) {
   const int n = static_cast<int>(tensors.size());
   std::vector<TfcoDtype> dtypes(n);
   std::vector<const void*> data(n);
   std::vector<int64_t> sizes(n);
   for (int i = 0; i < n; ++i) {
-    const auto tensor = tensors.get<ffi::AnyBuffer>(i);
-    if (!tensor.has_value() ||
-        !CoreDtypeOf(tensor->element_type(), &dtypes[i])) {
+    if (!CoreDtypeOf(tensors[i].element_type(), &dtypes[i])) {
       return ffi::Error::Internal("CheckNumericsN: unexpected operand");
     }
-    data[i] = tensor->untyped_data();
-    sizes[i] = static_cast<int64_t>(tensor->element_count());
+    data[i] = tensors[i].untyped_data();
+    sizes[i] = static_cast<int64_t>(tensors[i].element_count());
   }
   std::vector<int> flags(n);
   const FfiCoreDevice device(pool);
@@ -55,21 +52,53 @@ ffi::Error CheckNumerics(ffi::ThreadPool pool, ffi::RemainingArgs tensors,
   return ffi::Error::Success();
 }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(TfcoCheckNumericsNHandler, CheckNumerics,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .RemainingArgs()
-                                  .RemainingRets()
-                                  .Attr<std::string_view>("message"));
+#if TFCO_XLA_FFI
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoCheckNumericsNHandler,
+    [](ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets,
+       std::string_view message) {
+      std::vector<ffi::AnyBuffer> tensors;
+      for (size_t i = 0; i < args.size(); ++i) {
+        const auto tensor = args.get<ffi::AnyBuffer>(i);
+        if (!tensor.has_value()) {
+          return ffi::Error::Internal("CheckNumericsN: unexpected operand");
+        }
+        tensors.push_back(*tensor);
+      }
+      return CheckNumerics(pool, tensors, message);
+    },
+    ffi::Ffi::Bind()
+        .Ctx<ffi::ThreadPool>()
+        .RemainingArgs()
+        .RemainingRets()
+        .Attr<std::string_view>("message"));
 TFCO_REGISTER_CPU_FFI_HANDLER(kTarget, TfcoCheckNumericsNHandler);
 
+#else  // TFCO_XLA_FFI
+
+// A legacy call (legacy_custom_call.h) of the same operands and attributes.
+void TfcoCheckNumericsNLegacy(void* out, const void** in, const char* opaque,
+                              size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len,
+                            legacy::CallFrame::kAny, legacy::CallFrame::kAny,
+                            {"message"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  std::vector<ffi::AnyBuffer> tensors;
+  for (size_t i = 0; i < f.num_args(); ++i) tensors.push_back(f.Arg(i));
+  legacy::Finish(status, CheckNumerics(f.pool(), tensors, f.String("message")));
+}
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kTarget, TfcoCheckNumericsNLegacy);
+
 #endif  // TFCO_XLA_FFI
+
+#endif  // TFCO_XLA_CUSTOM_CALLS
 
 class CheckNumericsNOp : public XlaOpKernel {
  public:
   explicit CheckNumericsNOp(OpKernelConstruction* context)
       : XlaOpKernel(context)
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
         ,
         // On GPU the check would have to wait for the stream to read the
         // flags on the host, which a handler must not.
@@ -80,7 +109,7 @@ class CheckNumericsNOp : public XlaOpKernel {
   }
 
   void Compile(XlaOpKernelContext* context) override {
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
     if (choice_.Use()) {
       std::vector<xla::XlaOp> operands;
       std::vector<CustomCallResult> results;
@@ -104,8 +133,8 @@ class CheckNumericsNOp : public XlaOpKernel {
     }
 #endif
     context->SetStatus(errors::Unimplemented(
-        "CustomOps>CheckNumericsN cannot be compiled with XLA here (for "
-        "TensorFlow before 2.20, or off the CPU): such a compiled program "
+        "CustomOps>CheckNumericsN cannot be compiled with XLA here (off the "
+        "CPU, or with TFCO_XLA_LOWERING=hlo): such a compiled program "
         "cannot raise an error on the values it computes, and passing NaN or "
         "Inf through unchecked would break the op's contract. Call "
         "tfco.check_numerics_n outside the jit_compile function."));
@@ -113,7 +142,7 @@ class CheckNumericsNOp : public XlaOpKernel {
 
  private:
   std::string message_;
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
   CustomCallChoice choice_;
 #endif
 };

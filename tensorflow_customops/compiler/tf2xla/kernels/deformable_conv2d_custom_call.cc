@@ -1,10 +1,8 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
 #include <vector>
-
-namespace ffi = xla::ffi;
 
 namespace tensorflow {
 namespace customops {
@@ -109,6 +107,8 @@ ffi::Error Grad(const TfcoDevice* device, const ffi::AnyBuffer& input,
       grad_offset.untyped_data(), grad_mask.untyped_data()));
 }
 
+#if TFCO_XLA_FFI
+
 template <typename Binding>
 auto ForwardBinding(Binding binding) {
   return std::move(binding)
@@ -195,6 +195,37 @@ TFCO_REGISTER_GPU_FFI_HANDLER(kGrad, TfcoDeformableConv2dGradGpuHandler);
 
 #endif  // TFCO_CUDA
 
+#else  // TFCO_XLA_FFI
+
+// Legacy calls (legacy_custom_call.h) of the same operands, results and
+// attributes, on the host.
+
+void TfcoDeformableConv2dLegacy(void* out, const void** in, const char* opaque,
+                                size_t opaque_len,
+                                XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 4, 1, {"ints"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  const FfiCoreDevice device(f.pool());
+  legacy::Finish(status, Forward(device.get(), f.Arg(0), f.Arg(1), f.Arg(2),
+                                 f.Arg(3), f.Ret(0), f.Ints("ints")));
+}
+
+void TfcoDeformableConv2dGradLegacy(void* out, const void** in,
+                                    const char* opaque, size_t opaque_len,
+                                    XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 5, 4, {"ints"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  const FfiCoreDevice device(f.pool());
+  legacy::Finish(status, Grad(device.get(), f.Arg(0), f.Arg(1), f.Arg(2),
+                              f.Arg(3), f.Arg(4), f.Ret(0), f.Ret(1), f.Ret(2),
+                              f.Ret(3), f.Ints("ints")));
+}
+
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kForward, TfcoDeformableConv2dLegacy);
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kGrad, TfcoDeformableConv2dGradLegacy);
+
+#endif  // TFCO_XLA_FFI
+
 }  // namespace
 
 DeformConvCustomCall::DeformConvCustomCall(OpKernelConstruction* context)
@@ -235,7 +266,7 @@ bool DeformConvCustomCall::Compile(
 }  // namespace customops
 }  // namespace tensorflow
 
-#else  // TFCO_XLA_FFI
+#else  // TFCO_XLA_CUSTOM_CALLS
 
 namespace tensorflow {
 namespace customops {
@@ -253,4 +284,4 @@ bool DeformConvCustomCall::Compile(XlaOpKernelContext*, bool,
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TFCO_XLA_FFI
+#endif  // TFCO_XLA_CUSTOM_CALLS

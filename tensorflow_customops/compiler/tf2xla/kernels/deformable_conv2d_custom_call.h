@@ -31,7 +31,7 @@ class DeformConvCustomCall {
                const TfcoDeformConv2dArgs& args,
                const std::array<int64_t, 4>& output_dims) const;
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
  private:
   CustomCallChoice choice_;
 #endif

@@ -1,6 +1,6 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi_custom_call.h"
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
 #include <algorithm>
 #include <cstdint>
@@ -11,8 +11,6 @@
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
 #include "tensorflow_customops/core/kernels/roi_shape_util.h"
-
-namespace ffi = xla::ffi;
 
 namespace tensorflow {
 namespace customops {
@@ -233,6 +231,8 @@ ffi::Error HostGradBoxes(ffi::ThreadPool pool, ffi::AnyBuffer grads,
   return RunGradBoxes(device.get(), call, grads, features, rois.untyped_data(),
                       grad_rois->untyped_data());
 }
+
+#if TFCO_XLA_FFI
 
 // Last in every handler's binding: the attributes of Attributes().
 template <typename Binding>
@@ -478,6 +478,85 @@ TFCO_REGISTER_GPU_FFI_HANDLER(kGradBoxes, TfcoRoiGradBoxesGpuHandler);
 
 #endif  // TFCO_CUDA
 
+#else  // TFCO_XLA_FFI
+
+// Legacy calls (legacy_custom_call.h) of the same operands, results and
+// attributes as the typed-FFI handlers above, on the host.
+
+int32_t Count(const ffi::AnyBuffer& count) {
+  return *static_cast<const int32_t*>(count.untyped_data());
+}
+
+void TfcoRoiForwardLegacy(void* out, const void** in, const char* opaque,
+                          size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 3, 1,
+                            {"ints", "spatial_scale"});
+  legacy::Finish(
+      status,
+      f.ok() ? HostForward(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
+                           Count(f.Arg(2)), f.Ret(0), nullptr, f.Ints("ints"),
+                           f.Float("spatial_scale"))
+             : f.error());
+}
+
+void TfcoRoiPoolForwardLegacy(void* out, const void** in, const char* opaque,
+                              size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 3, 2,
+                            {"ints", "spatial_scale"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  const ffi::AnyBuffer argmax = f.Ret(1);
+  legacy::Finish(
+      status, HostForward(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
+                          Count(f.Arg(2)), f.Ret(0), &argmax, f.Ints("ints"),
+                          f.Float("spatial_scale")));
+}
+
+void TfcoRoiGradLegacy(void* out, const void** in, const char* opaque,
+                       size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 3, 1,
+                            {"ints", "spatial_scale"});
+  legacy::Finish(
+      status,
+      f.ok() ? HostGrad(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
+                        nullptr, Count(f.Arg(2)), f.Ret(0), f.Ints("ints"),
+                        f.Float("spatial_scale"))
+             : f.error());
+}
+
+void TfcoRoiPoolGradLegacy(void* out, const void** in, const char* opaque,
+                           size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 4, 1,
+                            {"ints", "spatial_scale"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  const ffi::AnyBuffer argmax = f.Arg(2);
+  legacy::Finish(status,
+                 HostGrad(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
+                          &argmax, Count(f.Arg(3)), f.Ret(0), f.Ints("ints"),
+                          f.Float("spatial_scale")));
+}
+
+void TfcoRoiGradBoxesLegacy(void* out, const void** in, const char* opaque,
+                            size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 4, 1,
+                            {"ints", "spatial_scale"});
+  legacy::Finish(
+      status, f.ok() ? HostGradBoxes(f.pool(), f.Arg(0), f.Arg(1),
+                                     ffi::Buffer<ffi::F32>(f.Arg(2)),
+                                     ffi::BufferR0<ffi::S32>(f.Arg(3)),
+                                     ffi::Result<ffi::Buffer<ffi::F32>>(
+                                         ffi::Buffer<ffi::F32>(f.Ret(0))),
+                                     f.Ints("ints"), f.Float("spatial_scale"))
+                     : f.error());
+}
+
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kForward, TfcoRoiForwardLegacy);
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kPoolForward, TfcoRoiPoolForwardLegacy);
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kGrad, TfcoRoiGradLegacy);
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kPoolGrad, TfcoRoiPoolGradLegacy);
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kGradBoxes, TfcoRoiGradBoxesLegacy);
+
+#endif  // TFCO_XLA_FFI
+
 }  // namespace
 
 RoiCustomCall::RoiCustomCall(OpKernelConstruction* context)
@@ -557,7 +636,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
 }  // namespace customops
 }  // namespace tensorflow
 
-#else  // TFCO_XLA_FFI
+#else  // TFCO_XLA_CUSTOM_CALLS
 
 namespace tensorflow {
 namespace customops {
@@ -574,4 +653,4 @@ bool RoiCustomCall::Compile(XlaOpKernelContext*, RoiOpRole, const RoiAttrs&,
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TFCO_XLA_FFI
+#endif  // TFCO_XLA_CUSTOM_CALLS

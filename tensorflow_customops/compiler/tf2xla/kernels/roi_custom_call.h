@@ -29,7 +29,7 @@ class RoiCustomCall {
   bool Compile(XlaOpKernelContext* context, RoiOpRole role,
                const RoiAttrs& attrs, const RoiShape& shape) const;
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
  private:
   CustomCallChoice choice_;
 #endif

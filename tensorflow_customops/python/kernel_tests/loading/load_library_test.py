@@ -212,12 +212,16 @@ class LoadLibraryTest(tf.test.TestCase):
                 "xla",
                 "xla_unavailable_reason",
                 "xla_custom_calls",
+                "xla_custom_call_api",
             },
         )
         self.assertEqual(info["xla"], build_info.XLA)
-        # TensorFlow 2.20 and newer ship XLA's typed FFI (docs/xla.md).
+        # TensorFlow 2.20 and newer ship XLA's typed FFI, 2.12 to 2.19 take
+        # the legacy custom calls (docs/xla.md).
         release = tuple(int(part) for part in tf.__version__.split(".")[:2])
-        self.assertEqual(info["xla_custom_calls"], info["xla"] and release >= (2, 20))
+        self.assertEqual(info["xla_custom_calls"], info["xla"])
+        api = "typed_ffi" if release >= (2, 20) else "legacy"
+        self.assertEqual(info["xla_custom_call_api"], api if info["xla"] else "")
         self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_running_version"], tf.__version__)

@@ -159,6 +159,27 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         with xla_test_util.hlo_lowering():
             self._check_matches_eager(case, op_registry.entries()[op].xla_tolerance)
 
+    def test_custom_calls_are_typed_ffi_where_tensorflow_has_it(self):
+        # XLA's typed FFI from TensorFlow 2.20 raises the kernels' own errors;
+        # the legacy custom calls are for 2.12 to 2.19 only (docs/xla.md).
+        if not xla_test_util.custom_calls():
+            self.skipTest("this build's lowerings build HLO only")
+        release = tuple(int(part) for part in tf.__version__.split(".")[:2])
+        api = "typed_ffi" if release >= (2, 20) else "legacy"
+        self.assertEqual(tfco.build_info()["xla_custom_call_api"], api)
+        x = tf.ones([1, 4, 4, 2])
+        b = tf.constant([[0, 0.5, 0, 3, 2.5]])
+        hlo = tf.function(
+            lambda x, b: tfco.roi_align(x, b, 2), jit_compile=True
+        ).experimental_get_compiler_ir(x, b)(stage="hlo")
+        version = {
+            "typed_ffi": "API_VERSION_TYPED_FFI",
+            "legacy": "API_VERSION_STATUS_RETURNING_UNIFIED",
+        }[api]
+        self.assertRegex(
+            hlo, rf'custom_call_target="tfco_roi_forward".*api_version={version}'
+        )
+
     @parameterized.named_parameters(*_cases(supported=True, custom_call_only=True))
     def test_lowering_is_a_custom_call_unless_hlo_is_asked_for(self, op, case):
         if not xla_test_util.custom_calls():
