@@ -491,12 +491,11 @@ void TfcoRoiForwardLegacy(void* out, const void** in, const char* opaque,
                           size_t opaque_len, XlaCustomCallStatus* status) {
   const legacy::CallFrame f(out, in, opaque, opaque_len, 3, 1,
                             {"ints", "spatial_scale"});
-  legacy::Finish(
-      status,
-      f.ok() ? HostForward(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
-                           Count(f.Arg(2)), f.Ret(0), nullptr, f.Ints("ints"),
-                           f.Float("spatial_scale"))
-             : f.error());
+  legacy::Finish(status,
+                 f.ok() ? HostForward(f.pool(), f.Arg(0), f.Arg(1),
+                                      Count(f.Arg(2)), f.Ret(0), nullptr,
+                                      f.Ints("ints"), f.Float("spatial_scale"))
+                        : f.error());
 }
 
 void TfcoRoiPoolForwardLegacy(void* out, const void** in, const char* opaque,
@@ -505,10 +504,9 @@ void TfcoRoiPoolForwardLegacy(void* out, const void** in, const char* opaque,
                             {"ints", "spatial_scale"});
   if (!f.ok()) return legacy::Finish(status, f.error());
   const ffi::AnyBuffer argmax = f.Ret(1);
-  legacy::Finish(
-      status, HostForward(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
-                          Count(f.Arg(2)), f.Ret(0), &argmax, f.Ints("ints"),
-                          f.Float("spatial_scale")));
+  legacy::Finish(status, HostForward(f.pool(), f.Arg(0), f.Arg(1),
+                                     Count(f.Arg(2)), f.Ret(0), &argmax,
+                                     f.Ints("ints"), f.Float("spatial_scale")));
 }
 
 void TfcoRoiGradLegacy(void* out, const void** in, const char* opaque,
@@ -517,9 +515,8 @@ void TfcoRoiGradLegacy(void* out, const void** in, const char* opaque,
                             {"ints", "spatial_scale"});
   legacy::Finish(
       status,
-      f.ok() ? HostGrad(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
-                        nullptr, Count(f.Arg(2)), f.Ret(0), f.Ints("ints"),
-                        f.Float("spatial_scale"))
+      f.ok() ? HostGrad(f.pool(), f.Arg(0), f.Arg(1), nullptr, Count(f.Arg(2)),
+                        f.Ret(0), f.Ints("ints"), f.Float("spatial_scale"))
              : f.error());
 }
 
@@ -529,10 +526,9 @@ void TfcoRoiPoolGradLegacy(void* out, const void** in, const char* opaque,
                             {"ints", "spatial_scale"});
   if (!f.ok()) return legacy::Finish(status, f.error());
   const ffi::AnyBuffer argmax = f.Arg(2);
-  legacy::Finish(status,
-                 HostGrad(f.pool(), f.Arg(0), ffi::Buffer<ffi::F32>(f.Arg(1)),
-                          &argmax, Count(f.Arg(3)), f.Ret(0), f.Ints("ints"),
-                          f.Float("spatial_scale")));
+  legacy::Finish(
+      status, HostGrad(f.pool(), f.Arg(0), f.Arg(1), &argmax, Count(f.Arg(3)),
+                       f.Ret(0), f.Ints("ints"), f.Float("spatial_scale")));
 }
 
 void TfcoRoiGradBoxesLegacy(void* out, const void** in, const char* opaque,
@@ -540,11 +536,9 @@ void TfcoRoiGradBoxesLegacy(void* out, const void** in, const char* opaque,
   const legacy::CallFrame f(out, in, opaque, opaque_len, 4, 1,
                             {"ints", "spatial_scale"});
   legacy::Finish(
-      status, f.ok() ? HostGradBoxes(f.pool(), f.Arg(0), f.Arg(1),
-                                     ffi::Buffer<ffi::F32>(f.Arg(2)),
+      status, f.ok() ? HostGradBoxes(f.pool(), f.Arg(0), f.Arg(1), f.Arg(2),
                                      ffi::BufferR0<ffi::S32>(f.Arg(3)),
-                                     ffi::Result<ffi::Buffer<ffi::F32>>(
-                                         ffi::Buffer<ffi::F32>(f.Ret(0))),
+                                     ffi::Result<ffi::AnyBuffer>(f.Ret(0)),
                                      f.Ints("ints"), f.Float("spatial_scale"))
                      : f.error());
 }
