@@ -354,55 +354,37 @@ class ArgumentErrorsTest(tf.test.TestCase, parameterized.TestCase):
                 )
                 self.assertAllEqual(dx, expected)
 
-    @parameterized.parameters(False, True)
-    def test_run_time_checks(self, jit):
+    def test_run_time_checks(self):
         # In a tf.function without static values or shapes, the checks run
-        # with the graph, and under jit_compile too (CheckNumericsN's custom
-        # call; with the HLO lowering XLA has no check, as for an Assert).
+        # with the graph.
         spec = tf.TensorSpec(None, tf.float32)
 
-        @tf.function(input_signature=[spec] * 3, jit_compile=jit)
+        @tf.function(input_signature=[spec] * 3)
         def clip(x, lo, hi):
             return _grad(lambda v: _G.clip_gradient(v, lo, hi), x)[0]
 
-        @tf.function(input_signature=[spec] * 2, jit_compile=jit)
+        @tf.function(input_signature=[spec] * 2)
         def cross_entropy(logits, labels):
             return _G.softmax_cross_entropy(logits, labels)
 
-        @tf.function(
-            input_signature=[tf.TensorSpec(None, tf.bool), spec], jit_compile=jit
-        )
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.bool), spec])
         def where(cond, x):
             return _G.safe_where(cond, tf.sqrt, tf.zeros_like, x)
 
-        found = ".*: CheckNumericsN found NaN"
         ones = tf.ones([2, 3])
         self.assertAllEqual(clip(ones, -1.0, 1.0), ones)
-        self.assertAllEqual(where(tf.ones([3], tf.bool), tf.ones([3])), tf.ones([3]))
         for call, message in (
-            (
-                lambda: clip(ones, 1.0, -1.0),
-                "lo must be at most hi, and neither NaN" + found,
-            ),
-            (lambda: clip(ones, np.nan, 1.0), "lo must be at most hi" + found),
-            (
-                lambda: clip(ones, tf.ones([2]), 2.0),
-                # XLA's compiler refuses the shapes first.
-                "Incompatible shapes"
-                if jit
-                else "lo must broadcast to the shape" + found,
-            ),
-            (
-                lambda: clip(ones, -1.0, tf.ones([4, 2, 3])),
-                "hi must broadcast to" + found,
-            ),
+            (lambda: clip(ones, 1.0, -1.0), "lo must be at most hi, and neither NaN"),
+            (lambda: clip(ones, np.nan, 1.0), "lo must be at most hi"),
+            (lambda: clip(ones, tf.ones([2]), 2.0), "lo must broadcast to the shape"),
+            (lambda: clip(ones, -1.0, tf.ones([4, 2, 3])), "hi must broadcast to"),
             (
                 lambda: cross_entropy(ones, tf.ones([2, 1])),
-                "labels must have the shape of logits" + found,
+                "labels must have the shape of logits",
             ),
             (
                 lambda: where(tf.ones([3], tf.bool), tf.ones([1])),
-                r"inputs\[0\] must have the shape of cond" + found,
+                r"inputs\[0\] must have the shape of cond",
             ),
         ):
             with self.subTest(message=message):

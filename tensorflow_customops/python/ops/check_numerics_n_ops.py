@@ -3,7 +3,6 @@ in one op, and its pass-through gradient."""
 
 import collections.abc
 
-import numpy as np
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
@@ -60,17 +59,3 @@ def _check_numerics_n_grad(op, *grads):
     """The op is the identity on the values it lets through."""
     del op  # The gradient does not depend on the inputs.
     return list(grads)
-
-
-def run_time_check(ok, message):
-    """A float32 zero that fails with `message` (followed by CheckNumericsN's
-    own words) where the scalar bool `ok` is false at run time.
-
-    The check is CheckNumericsN refusing a NaN, which holds under XLA too (a
-    custom call on TensorFlow 2.20+; no check with the HLO lowering), where a
-    Python `Assert` is dropped. Subtract the zero from a result the caller
-    returns (`x - 0` is `x`, -0 included), so the check runs before the result
-    is used.
-    """
-    (zero,) = check_numerics_n([tf.where(ok, 0.0, np.nan)], message)
-    return zero

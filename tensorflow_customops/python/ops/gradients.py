@@ -13,8 +13,6 @@ Each checks its arguments and names the one it rejects.
 import numpy as np
 import tensorflow as tf
 
-from tensorflow_customops.python.ops.check_numerics_n_ops import run_time_check
-
 
 def _tensor(value, name):
     try:
@@ -33,8 +31,7 @@ def _floating(value, name):
 
 def _same_shape(value, name, like, like_name):
     """Raises unless `value` has the shape of `like`; the run-time check for
-    dimensions unknown until then (`run_time_check` zeros, which `_checked`
-    applies)."""
+    dimensions unknown until then."""
     if not value.shape.is_compatible_with(like.shape):
         raise ValueError(
             f"{name} must have the shape of {like_name}, {like.shape}, got "
@@ -42,21 +39,13 @@ def _same_shape(value, name, like, like_name):
         )
     if value.shape.is_fully_defined() and like.shape.is_fully_defined():
         return []
-    shape, like_shape = tf.shape(value), tf.shape(like)
-    same = tf.cond(
-        tf.equal(tf.size(shape), tf.size(like_shape)),
-        lambda: tf.reduce_all(tf.equal(shape, like_shape)),
-        lambda: tf.constant(False),
-    )
-    return [run_time_check(same, f"{name} must have the shape of {like_name}")]
-
-
-def _checked(value, checks):
-    """`value`, once the run-time checks (`run_time_check` zeros) passed:
-    what reads it runs after them."""
-    for zero in checks:
-        value = value - tf.cast(zero, value.dtype)
-    return value
+    return [
+        tf.debugging.assert_equal(
+            tf.shape(value),
+            tf.shape(like),
+            message=f"{name} must have the shape of {like_name}",
+        )
+    ]
 
 
 def safe_where(cond, x_fn, y_fn, *inputs):
@@ -115,12 +104,11 @@ def safe_where(cond, x_fn, y_fn, *inputs):
                 f"x_fn and y_fn must return one dtype, got {taken.dtype.name} and "
                 f"{other.dtype.name}"
             )
-        # Checked before the select, which would fail on its own first.
-        value = tf.where(
-            cond,
-            _checked(taken, _same_shape(taken, "x_fn's result", cond, "cond")),
-            _checked(other, _same_shape(other, "y_fn's result", cond, "cond")),
-        )
+        with tf.control_dependencies(
+            _same_shape(taken, "x_fn's result", cond, "cond")
+            + _same_shape(other, "y_fn's result", cond, "cond")
+        ):
+            value = tf.where(cond, taken, other)
 
         def grad(upstream):
             from_taken = tape.gradient(taken, xs, output_gradients=upstream)
@@ -137,7 +125,8 @@ def safe_where(cond, x_fn, y_fn, *inputs):
 
         return value, grad
 
-    return _select(*[_checked(x, checks) for x in inputs])
+    with tf.control_dependencies(checks):
+        return _select(*inputs)
 
 
 def _branch(fn, name, xs):
@@ -219,8 +208,8 @@ def clip_gradient(x, lo, hi):
     lo_value, hi_value = tf.get_static_value(lo), tf.get_static_value(hi)
     if lo_value is None or hi_value is None:
         checks.append(
-            run_time_check(
-                tf.reduce_all(lo <= hi), "lo must be at most hi, and neither NaN"
+            tf.debugging.assert_less_equal(
+                lo, hi, message="lo must be at most hi, and neither NaN"
             )
         )
     elif not np.all(lo_value <= hi_value):
@@ -232,12 +221,12 @@ def clip_gradient(x, lo, hi):
     @tf.custom_gradient
     def _identity(value):
         def grad(upstream):
-            # Checked here too: a gradient alone need not read the forward.
-            return tf.clip_by_value(_checked(upstream, checks), lo, hi)
+            return tf.clip_by_value(upstream, lo, hi)
 
         return tf.identity(value), grad
 
-    return _identity(_checked(x, checks))
+    with tf.control_dependencies(checks):
+        return _identity(x)
 
 
 def _bound(value, name, x):
@@ -269,7 +258,11 @@ def _bound(value, name, x):
             tf.size(shape) <= tf.size(x_shape),
             tf.reduce_all((padded(shape) == 1) | (padded(shape) == padded(x_shape))),
         )
-        checks.append(run_time_check(fits, f"{name} must broadcast to the shape of x"))
+        checks.append(
+            tf.debugging.Assert(
+                fits, [f"{name} must broadcast to the shape of x", shape, x_shape]
+            )
+        )
     return tf.cast(value, x.dtype), checks
 
 
@@ -308,8 +301,8 @@ def softmax_cross_entropy(logits, labels):
         labels = tf.convert_to_tensor(labels, dtype=logits.dtype)
     except (TypeError, ValueError) as error:
         raise TypeError(f"labels must be numbers: {error}") from None
-    checks = _same_shape(labels, "labels", logits, "logits")
-    return _softmax_cross_entropy(_checked(logits, checks), labels)
+    with tf.control_dependencies(_same_shape(labels, "labels", logits, "logits")):
+        return _softmax_cross_entropy(logits, labels)
 
 
 @tf.custom_gradient
