@@ -538,10 +538,9 @@ class DeformRunner {
   bool has_grads() const { return dy_ != nullptr; }
 
   void Forward() {
-    CheckCore(TfcoDeformableConv2d(d_.core(), CoreDtype(dtype_), &a_,
-                                   x_.get<void>(), filter_.get<void>(),
-                                   offset_.get<void>(), mask_.get<void>(),
-                                   y_.get<void>()));
+    CheckCore(TfcoDeformableConv2d(
+        d_.core(), CoreDtype(dtype_), &a_, x_.get<void>(), filter_.get<void>(),
+        offset_.get<void>(), mask_.get<void>(), y_.get<void>()));
   }
   void Backward() {
     if (!dy_) throw std::runtime_error(case_.name + ": no grad_output input");
@@ -562,8 +561,7 @@ class DeformRunner {
     std::map<std::string, Tensor> out = {
         {"grad_input", gx_.Download(dtype_, case_.Input("input").dims)},
         {"grad_filter", gfilter_.Download(dtype_, case_.Input("filter").dims)},
-        {"grad_offset",
-         goffset_.Download(dtype_, case_.Input("offset").dims)}};
+        {"grad_offset", goffset_.Download(dtype_, case_.Input("offset").dims)}};
     if (a_.use_mask) {
       out["grad_mask"] = gmask_.Download(dtype_, case_.Input("mask").dims);
     }
@@ -575,8 +573,7 @@ class DeformRunner {
   const GPUDevice& d_;
   TfcoDeformConv2dArgs a_;
   DType dtype_;
-  DeviceBuffer x_, filter_, offset_, mask_, y_, gx_, gfilter_, goffset_,
-      gmask_;
+  DeviceBuffer x_, filter_, offset_, mask_, y_, gx_, gfilter_, goffset_, gmask_;
   std::unique_ptr<DeviceBuffer> dy_;
 };
 
@@ -655,8 +652,8 @@ template <typename Runner>
 std::string BenchCase(const Case& c, int repeats, const GPUDevice& d) {
   Runner runner(c, d);
   std::ostringstream line;
-  line << "{\"case\": \"" << c.name << "\", \"fwd_ms\": "
-       << MedianMs(d, repeats, [&] { runner.Forward(); });
+  line << "{\"case\": \"" << c.name
+       << "\", \"fwd_ms\": " << MedianMs(d, repeats, [&] { runner.Forward(); });
   if (runner.has_grads()) {
     line << ", \"fwd_bwd_ms\": " << MedianMs(d, repeats, [&] {
       runner.Forward();
