@@ -151,6 +151,33 @@ _FORMS = {
 }
 
 
+def _pooling_of_boxes(
+    op, form, per_image, seed, data_format, scale, sampling_ratio, aligned
+):
+    """`op` on seeded features as a function of the boxes of `per_image`
+    ([2, 3, 4]) in box form `form` (the last box of image 1 padding or left
+    out where the form has counts), with those boxes, the counts and whether
+    the call passes them as `box_counts`."""
+    make, with_counts = _FORMS[form]
+    counts = [3, 1] if with_counts or form in ("ragged", "list", "rows") else [3, 3]
+    to_arg, boxes = make(per_image, counts)
+    features = tf.constant(_features(seed, op, data_format))
+    kwargs = dict(
+        output_size=_OUTPUT,
+        spatial_scale=scale,
+        sampling_ratio=sampling_ratio,
+        aligned=aligned,
+        data_format=data_format,
+    )
+    if with_counts:
+        kwargs["box_counts"] = counts
+
+    def fn(b):
+        return getattr(tfco, op)(features, to_arg(b), **kwargs)
+
+    return fn, boxes, counts, with_counts
+
+
 class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
     def _check(self, fn, boxes, seed):
         """fn's box gradient (through GradientTape) against the numeric one:
@@ -193,23 +220,9 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
         per_image = _boxes(
             seed, 2 * 3, scale, sampling_ratio, aligned, legacy_floor
         ).reshape(2, 3, 4)
-        make, with_counts = _FORMS[form]
-        counts = [3, 1] if with_counts or form in ("ragged", "list", "rows") else [3, 3]
-        to_arg, boxes = make(per_image, counts)
-        features = tf.constant(_features(seed, op, data_format))
-        kwargs = dict(
-            output_size=_OUTPUT,
-            spatial_scale=scale,
-            sampling_ratio=sampling_ratio,
-            aligned=aligned,
-            data_format=data_format,
+        fn, boxes, counts, with_counts = _pooling_of_boxes(
+            op, form, per_image, seed, data_format, scale, sampling_ratio, aligned
         )
-        if with_counts:
-            kwargs["box_counts"] = counts
-
-        def fn(b):
-            return getattr(tfco, op)(features, to_arg(b), **kwargs)
-
         grad = self._check(fn, boxes, seed)
         grad = np.asarray(grad)
         if form == "rows":
@@ -245,23 +258,9 @@ class RoiBoxGradTest(tf.test.TestCase, parameterized.TestCase):
         )
         # Coordinates that float32 cannot hold, still away from any kink.
         per_image += np.random.default_rng(seed).uniform(-1e-4, 1e-4, per_image.shape)
-        make, with_counts = _FORMS[form]
-        counts = [3, 1] if with_counts or form in ("ragged", "list", "rows") else [3, 3]
-        to_arg, boxes = make(per_image, counts)
-        features = tf.constant(_features(seed, op, data_format))
-        kwargs = dict(
-            output_size=_OUTPUT,
-            spatial_scale=scale,
-            sampling_ratio=2,
-            aligned=aligned,
-            data_format=data_format,
+        fn, boxes, counts, _ = _pooling_of_boxes(
+            op, form, per_image, seed, data_format, scale, 2, aligned
         )
-        if with_counts:
-            kwargs["box_counts"] = counts
-
-        def fn(b):
-            return getattr(tfco, op)(features, to_arg(b), **kwargs)
-
         if jit:
             fn = tf.function(fn, jit_compile=True)
         if jit == "hlo":
