@@ -1,0 +1,1 @@
+"""ONNX export of models that use the custom ops (needs tf2onnx, onnx)."""

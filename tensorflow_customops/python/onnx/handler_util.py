@@ -1,0 +1,113 @@
+"""What the ONNX handlers of the custom ops share: registration with the
+lowest opset each needs, the export target, refusals, and the layout and box
+plumbing of the RoI ops. Imports tf2onnx, so only the export imports it.
+"""
+
+import contextlib
+
+from onnx import TensorProto
+from tf2onnx import handler
+from tf2onnx.graph_builder import GraphBuilder
+
+from tensorflow_customops.python.onnx.errors import ExportError
+
+OP_PREFIX = "CustomOps>"
+
+# Op type -> the lowest opset its handler writes.
+MIN_OPSETS = {}
+
+_exports = []
+
+
+def custom_op_handler(name, min_opset):
+    """Registers the decorated class as tf2onnx's handler of `CustomOps>name`.
+
+    The class defines `version_<min_opset>(cls, ctx, node, **kwargs)`, which
+    tf2onnx calls for every opset from `min_opset` on.
+    """
+
+    def register(cls):
+        if not hasattr(cls, "version_%d" % min_opset):
+            raise TypeError("%s has no version_%d" % (cls.__name__, min_opset))
+        MIN_OPSETS[OP_PREFIX + name] = min_opset
+        return handler.tf_op(OP_PREFIX + name)(cls)
+
+    return register
+
+
+class _Export:
+    def __init__(self, target):
+        self.target = target
+        self.refusals = []
+
+
+@contextlib.contextmanager
+def exporting(target):
+    """Scope of one conversion for `target` ("onnxruntime" or "tensorrt").
+
+    Yields the list of refusal messages the handlers raised. tf2onnx logs a
+    handler's exception and carries on, so the export reads them from here.
+    """
+    _exports.append(_Export(target))
+    try:
+        yield _exports[-1].refusals
+    finally:
+        _exports.pop()
+
+
+def target():
+    """The runtime the model being converted is for."""
+    return _exports[-1].target if _exports else "onnxruntime"
+
+
+def refuse(node, why):
+    """Refuses to convert `node`, naming it; the export raises ExportError."""
+    message = "%s (node %r): %s" % (node.type, node.name, why)
+    if _exports:
+        _exports[-1].refusals.append(message)
+    raise ExportError(message)
+
+
+def is_nchw(node):
+    return node.get_attr_str("data_format") == "NCHW"
+
+
+def nchw_input(ctx, node, index):
+    """Input `index` of `node` in NCHW, transposed from NHWC where needed."""
+    if is_nchw(node):
+        return node.input[index]
+    return ctx.make_node("Transpose", [node.input[index]], attr={"perm": [0, 3, 1, 2]}).output[0]
+
+
+def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
+    """Replaces `node` (one output, in its data_format) by `op_type`, which
+    computes that output in NCHW; transposes back where `node` is NHWC.
+    Returns the new ONNX node.
+    """
+    dtypes = [ctx.get_dtype(node.output[0])]
+    shapes = [ctx.get_shape(node.output[0])]
+    outputs = list(node.output)
+    name = node.name
+    ctx.remove_node(name)
+    if is_nchw(node):
+        return ctx.make_node(op_type, inputs, attr=attr, name=name, outputs=outputs,
+                             shapes=shapes, dtypes=dtypes, domain=domain)
+    op = ctx.make_node(op_type, inputs, attr=attr, domain=domain)
+    ctx.make_node("Transpose", op.output, attr={"perm": [0, 2, 3, 1]}, name=name,
+                  outputs=outputs, shapes=shapes, dtypes=dtypes)
+    return op
+
+
+def split_rois(ctx, node, index, dtype):
+    """Splits the `[K, 5]` rows of input `index` into boxes `[K, 4]` of
+    `dtype` and batch indices, int64 `[K]`, as ONNX's RoiAlign takes them.
+    """
+    rois = node.input[index]
+    builder = GraphBuilder(ctx)
+    boxes = builder.make_slice({"data": rois, "starts": [1], "ends": [5], "axes": [1]})
+    column = builder.make_slice({"data": rois, "starts": [0], "ends": [1], "axes": [1]})
+    batch = builder.make_squeeze({"data": column, "axes": [1]})
+    batch = ctx.make_node("Cast", [batch], attr={"to": TensorProto.INT64}).output[0]
+    if ctx.get_dtype(rois) != dtype:
+        boxes = ctx.make_node("Cast", [boxes], attr={"to": dtype}).output[0]
+    return boxes, batch
