@@ -27,8 +27,8 @@ def custom_op_handler(name, min_opset):
     """
 
     def register(cls):
-        if not hasattr(cls, "version_%d" % min_opset):
-            raise TypeError("%s has no version_%d" % (cls.__name__, min_opset))
+        if not hasattr(cls, f"version_{min_opset}"):
+            raise TypeError(f"{cls.__name__} has no version_{min_opset}")
         MIN_OPSETS[OP_PREFIX + name] = min_opset
         return handler.tf_op(OP_PREFIX + name)(cls)
 
@@ -62,7 +62,7 @@ def target():
 
 def refuse(node, why):
     """Refuses to convert `node`, naming it; the export raises ExportError."""
-    message = "%s (node %r): %s" % (node.type, node.name, why)
+    message = f"{node.type} (node {node.name!r}): {why}"
     if _exports:
         _exports[-1].refusals.append(message)
     raise ExportError(message)
@@ -76,7 +76,9 @@ def nchw_input(ctx, node, index):
     """Input `index` of `node` in NCHW, transposed from NHWC where needed."""
     if is_nchw(node):
         return node.input[index]
-    return ctx.make_node("Transpose", [node.input[index]], attr={"perm": [0, 3, 1, 2]}).output[0]
+    return ctx.make_node(
+        "Transpose", [node.input[index]], attr={"perm": [0, 3, 1, 2]}
+    ).output[0]
 
 
 def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
@@ -90,11 +92,26 @@ def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
     name = node.name
     ctx.remove_node(name)
     if is_nchw(node):
-        return ctx.make_node(op_type, inputs, attr=attr, name=name, outputs=outputs,
-                             shapes=shapes, dtypes=dtypes, domain=domain)
+        return ctx.make_node(
+            op_type,
+            inputs,
+            attr=attr,
+            name=name,
+            outputs=outputs,
+            shapes=shapes,
+            dtypes=dtypes,
+            domain=domain,
+        )
     op = ctx.make_node(op_type, inputs, attr=attr, domain=domain)
-    ctx.make_node("Transpose", op.output, attr={"perm": [0, 2, 3, 1]}, name=name,
-                  outputs=outputs, shapes=shapes, dtypes=dtypes)
+    ctx.make_node(
+        "Transpose",
+        op.output,
+        attr={"perm": [0, 2, 3, 1]},
+        name=name,
+        outputs=outputs,
+        shapes=shapes,
+        dtypes=dtypes,
+    )
     return op
 
 

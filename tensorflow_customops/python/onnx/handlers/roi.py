@@ -25,7 +25,9 @@ class RoiAlign:
         aligned = node.get_attr_value("aligned")
         attr = {
             # output_half_pixel also enlarges boxes to 1x1, as aligned=False does.
-            "coordinate_transformation_mode": "half_pixel" if aligned else "output_half_pixel",
+            "coordinate_transformation_mode": "half_pixel"
+            if aligned
+            else "output_half_pixel",
             "mode": "avg",
             "output_height": node.get_attr_value("pooled_height"),
             "output_width": node.get_attr_value("pooled_width"),
@@ -34,7 +36,11 @@ class RoiAlign:
             "spatial_scale": node.get_attr_value("spatial_scale"),
         }
         if compute == dtype:
-            handler_util.replace_with_nchw_op(ctx, node, "RoiAlign", [features, boxes, batch], attr)
+            handler_util.replace_with_nchw_op(
+                ctx, node, "RoiAlign", [features, boxes, batch], attr
+            )
             return
-        pooled = ctx.make_node("RoiAlign", [features, boxes, batch], attr=attr).output[0]
+        pooled = ctx.make_node("RoiAlign", [features, boxes, batch], attr=attr).output[
+            0
+        ]
         handler_util.replace_with_nchw_op(ctx, node, "Cast", [pooled], {"to": dtype})
