@@ -1,0 +1,314 @@
+"""Export of DeformableConv2d to ONNX DeformConv-19, run in ONNX Runtime
+against the TensorFlow kernels: with and without mask, groups, offset
+groups, strides, dilations, SAME (odd pixel after), VALID and explicit
+padding, both layouts, dynamic batch and sizes, every dtype, the Keras
+layer, and the refusals."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tf2onnx
+from absl.testing import parameterized
+
+import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
+from tensorflow_customops.python.onnx import errors, export
+
+# ORT's kernel and the library's sum the C / groups * kh * kw products of an
+# output in different orders. With inputs and filter in [-1, 1] and the mask
+# in [0, 1], each product is at most 1, so K products differ by at most about
+# K * eps per unit of output; half and bfloat16 round that float result once
+# more, by up to one of their own ulps.
+_EPS = {
+    tf.float64: np.finfo(np.float64).eps,
+    tf.float32: np.finfo(np.float32).eps,
+    tf.float16: np.finfo(np.float32).eps,
+    tf.bfloat16: np.finfo(np.float32).eps,
+}
+_ROUNDING = {tf.float16: 2.0**-10, tf.bfloat16: 2.0**-7}
+
+
+def setUpModule():
+    # tf2onnx 1.17.0 stops at opset 18; opset 19 is IR 9. Remove once the
+    # export lifts tf2onnx's cap itself.
+    tf2onnx.constants.OPSET_TO_IR_VERSION.setdefault(19, 9)
+
+
+def _size(value):
+    return (value, value) if isinstance(value, int) else value
+
+
+def _output_size(n, k, stride, dilation, padding):
+    window = (k - 1) * dilation + 1
+    if padding == "SAME":
+        return -(-n // stride)
+    before, after = (0, 0) if padding == "VALID" else padding
+    return (n + before + after - window) // stride + 1
+
+
+def _case(
+    rng,
+    batch=2,
+    size=(7, 6),
+    channels=4,
+    filters=6,
+    kernel=(3, 3),
+    strides=1,
+    padding="VALID",
+    dilations=1,
+    groups=1,
+    offset_groups=1,
+    mask=True,
+    dtype=tf.float32,
+    data_format="NHWC",
+):
+    """Random NHWC inputs, filter, offsets and mask of one call, the
+    tfco.deform_conv2d kwargs, and the inputs in data_format."""
+    strides, dilations = _size(strides), _size(dilations)
+    explicit = (padding, padding) if isinstance(padding, str) else padding
+    ho, wo = (
+        _output_size(*args) for args in zip(size, kernel, strides, dilations, explicit)
+    )
+    taps = offset_groups * kernel[0] * kernel[1]
+    x = rng.uniform(-1, 1, (batch, *size, channels))
+    w = rng.uniform(-1, 1, (*kernel, channels // groups, filters))
+    # Offsets up to 3 pixels take taps off the map and across its border.
+    offset = rng.uniform(-3, 3, (batch, ho, wo, 2 * taps))
+    # Some offsets on whole and half pixels, where the corners' weights are
+    # exact, and some landing exactly on row or column -1.
+    offset[..., ::3] = np.round(offset[..., ::3] * 2) / 2
+    m = rng.uniform(0, 1, (batch, ho, wo, taps)) if mask else None
+    arrays = [x, offset, w, m]
+    if data_format == "NCHW":
+        arrays = [
+            a if a is None or a is w else np.transpose(a, [0, 3, 1, 2]) for a in arrays
+        ]
+    arrays = [None if a is None else tf.constant(a, tf.float64).numpy() for a in arrays]
+    kwargs = dict(
+        strides=strides,
+        padding=padding,
+        dilations=dilations,
+        data_format=data_format,
+    )
+    return arrays, kwargs
+
+
+def _function(arrays, kwargs, dtype, dynamic):
+    """A tf.function of tfco.deform_conv2d over (input, offset, filter[,
+    mask]) and its input signature; `dynamic` leaves the batch ("batch") or
+    the batch and every spatial size ("all") unknown."""
+    specs = []
+    for a in arrays:
+        if a is None:
+            continue
+        shape = list(a.shape)
+        if a.ndim == 4 and a is not arrays[2]:
+            if dynamic in ("batch", "all"):
+                shape[0] = None
+            if dynamic == "all":
+                spatial = (2, 3) if kwargs["data_format"] == "NCHW" else (1, 2)
+                for d in spatial:
+                    shape[d] = None
+        specs.append(tf.TensorSpec(shape, dtype))
+    has_mask = arrays[3] is not None
+
+    @tf.function(input_signature=specs)
+    def fn(x, offset, w, *mask):
+        return tfco.deform_conv2d(
+            x, offset, w, mask=mask[0] if has_mask else None, **kwargs
+        )
+
+    return fn, specs
+
+
+class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
+    def _check(self, arrays, kwargs, dtype=tf.float32, dynamic="batch", **export_kw):
+        fn, specs = _function(arrays, kwargs, dtype, dynamic)
+        inputs = [tf.constant(a, dtype) for a in arrays if a is not None]
+        model = export.export(fn, specs, opset=19, **export_kw)
+        self.assertIn("DeformConv", [n.op_type for n in model.graph.node])
+        expected = fn(*inputs)
+        (actual,) = onnx_test_util.run(model, [t.numpy() for t in inputs])
+        expected = tf.cast(expected, tf.float64).numpy()
+        actual = np.asarray(actual).astype(np.float64)
+        self.assertEqual(actual.shape, expected.shape)
+        w = arrays[2]
+        reduction = w.shape[0] * w.shape[1] * w.shape[2]
+        atol = reduction * _EPS[dtype]
+        rtol = _ROUNDING.get(dtype, 0.0)
+        self.assertAllClose(actual, expected, rtol=rtol, atol=atol)
+        return model
+
+    @parameterized.product(
+        data_format=["NHWC", "NCHW"],
+        config=[
+            dict(),
+            dict(mask=False),
+            dict(groups=2, offset_groups=2),
+            dict(groups=2, offset_groups=1, mask=False),
+            dict(groups=1, offset_groups=2, strides=2, padding="SAME"),
+            # SAME with stride 2 on an even size pads the odd pixel after.
+            dict(size=(8, 6), strides=2, padding="SAME", dilations=2),
+            dict(strides=(2, 1), dilations=(1, 2), padding="SAME", kernel=(3, 2)),
+            dict(padding=((1, 2), (0, 3)), strides=(1, 2), groups=2),
+            dict(padding=((2, 2), (1, 1)), kernel=(1, 3), offset_groups=4),
+        ],
+    )
+    def test_float32(self, data_format, config):
+        arrays, kwargs = _case(
+            np.random.default_rng(0), data_format=data_format, **config
+        )
+        self._check(arrays, kwargs)
+
+    @parameterized.parameters("NHWC", "NCHW")
+    def test_dynamic_sizes(self, data_format):
+        # SAME with stride 1 pads the same whatever the size.
+        arrays, kwargs = _case(
+            np.random.default_rng(1),
+            padding="SAME",
+            dilations=(2, 1),
+            groups=2,
+            data_format=data_format,
+        )
+        self._check(arrays, kwargs, dynamic="all")
+
+    @parameterized.product(data_format=["NHWC", "NCHW"], dtype=[tf.float64, tf.float16])
+    def test_dtypes(self, data_format, dtype):
+        arrays, kwargs = _case(
+            np.random.default_rng(2),
+            strides=2,
+            padding="SAME",
+            groups=2,
+            offset_groups=2,
+            data_format=data_format,
+        )
+        self._check(arrays, kwargs, dtype)
+
+    @parameterized.parameters("NHWC", "NCHW")
+    def test_bfloat16(self, data_format):
+        # ORT's Python API takes no bfloat16 arrays: the model's inputs and
+        # output are float, cast to and from bfloat16 around the op.
+        arrays, kwargs = _case(
+            np.random.default_rng(3), padding="SAME", data_format=data_format
+        )
+        fn, specs = _function(arrays, kwargs, tf.bfloat16, "batch")
+        specs = [tf.TensorSpec(s.shape, tf.float32) for s in specs]
+
+        @tf.function(input_signature=specs)
+        def widened(*args):
+            y = fn(*(tf.cast(a, tf.bfloat16) for a in args))
+            return tf.cast(y, tf.float32)
+
+        inputs = [
+            tf.cast(tf.constant(a, tf.bfloat16), tf.float32).numpy()
+            for a in arrays
+            if a is not None
+        ]
+        expected, actual, model = onnx_test_util.export_and_run(
+            widened, specs, inputs, opset=19
+        )
+        self.assertIn("DeformConv", [n.op_type for n in model.graph.node])
+        self.assertAllClose(actual[0], expected[0], rtol=2.0**-7, atol=1e-5)
+
+    @parameterized.parameters("channels_last", "channels_first")
+    def test_keras_layer(self, data_format):
+        # Of the Keras model's traced call, as the export takes tf.functions.
+        shape = [6, 9, 4] if data_format == "channels_last" else [4, 6, 9]
+        inputs = keras.Input(shape)
+        layer = tfco.layers.DeformConv2D(
+            6,
+            3,
+            strides=2,
+            padding="same",
+            groups=2,
+            offset_groups=2,
+            data_format=data_format,
+        )
+        model = keras.Model(inputs, layer(inputs))
+        # Random offset weights, so that the taps leave the regular grid.
+        rng = np.random.default_rng(4)
+        layer.set_weights(
+            [rng.uniform(-0.5, 0.5, w.shape) for w in layer.get_weights()]
+        )
+        spec = tf.TensorSpec([None, *shape], tf.float32)
+        fn = tf.function(lambda x: model(x), input_signature=[spec])
+        x = rng.uniform(-1, 1, [3, *shape]).astype(np.float32)
+        expected, actual, _ = onnx_test_util.export_and_run(fn, [spec], [x], opset=19)
+        # 36 products per output, each at most 0.5 after the mask's sigmoid.
+        self.assertAllClose(actual[0], expected[0], rtol=0, atol=36 * _EPS[tf.float32])
+
+    @parameterized.parameters("NHWC", "NCHW")
+    def test_tensorrt(self, data_format):
+        # Equal padding at both ends: what TensorRT's DeformConv takes.
+        arrays, kwargs = _case(
+            np.random.default_rng(5),
+            size=(9, 7),
+            strides=2,
+            padding="SAME",
+            data_format=data_format,
+        )
+        self._check(arrays, kwargs, target="tensorrt")
+        for padding, size in (("SAME", (8, 7)), (((1, 2), (1, 1)), (9, 7))):
+            arrays, kwargs = _case(
+                np.random.default_rng(5),
+                size=size,
+                strides=2,
+                padding=padding,
+                data_format=data_format,
+            )
+            fn, specs = _function(arrays, kwargs, tf.float32, "batch")
+            with self.assertRaisesRegex(
+                errors.ExportError,
+                r"DeformableConv2d.*TensorRT's DeformConv takes equal padding at "
+                r"both ends of each axis, got \[top, left, bottom, right\] = "
+                r"\[(0, 1, 1, 1|1, 1, 2, 1)\]",
+            ):
+                export.export(fn, specs, opset=19, target="tensorrt")
+
+    def _refused(self, specs, message, **kwargs):
+        @tf.function(input_signature=specs)
+        def fn(x, offset, w):
+            return tfco.deform_conv2d(x, offset, w, **kwargs)
+
+        with self.assertRaisesRegex(errors.ExportError, message):
+            export.export(fn, specs, opset=19)
+
+    def test_refusals(self):
+        self._refused(
+            [
+                tf.TensorSpec([None, None, 8, 4]),
+                tf.TensorSpec([None, None, 4, 18]),
+                tf.TensorSpec([3, 3, 4, 2]),
+            ],
+            "SAME padding with stride 2 needs the input's height known",
+            strides=2,
+            padding="SAME",
+        )
+        self._refused(
+            [
+                tf.TensorSpec([None, 6, 6, None]),
+                tf.TensorSpec([None, 4, 4, 18]),
+                tf.TensorSpec([3, 3, 2, 2]),
+            ],
+            "the input's channels must be known",
+        )
+        self._refused(
+            [
+                tf.TensorSpec([None, 6, 6, 4]),
+                tf.TensorSpec([None, 4, 4, None]),
+                tf.TensorSpec([3, 3, 4, 2]),
+            ],
+            "offset_groups is 0 and the offset's channels are not known",
+        )
+        self._refused(
+            [
+                tf.TensorSpec([None, 6, 6, 4]),
+                tf.TensorSpec([None, 4, 4, 18]),
+                tf.TensorSpec([None, 3, 4, 2]),
+            ],
+            "the filter's shape must be known",
+        )
+
+
+if __name__ == "__main__":
+    tf.test.main()
