@@ -122,21 +122,28 @@ def _function(arrays, kwargs, dtype, dynamic):
 
 
 class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
-    def _check(self, arrays, kwargs, dtype=tf.float32, dynamic="batch", **export_kw):
-        fn, specs = _function(arrays, kwargs, dtype, dynamic)
+    def _compare(self, model, fn, arrays, dtype=tf.float32):
+        """Runs `model` and `fn` on `arrays` and compares their outputs."""
         inputs = [tf.constant(a, dtype) for a in arrays if a is not None]
-        model = export.export(fn, specs, opset=19, **export_kw)
-        self.assertIn("DeformConv", [n.op_type for n in model.graph.node])
-        expected = fn(*inputs)
+        expected = tf.cast(fn(*inputs), tf.float64).numpy()
         (actual,) = onnx_test_util.run(model, [t.numpy() for t in inputs])
-        expected = tf.cast(expected, tf.float64).numpy()
         actual = np.asarray(actual).astype(np.float64)
         self.assertEqual(actual.shape, expected.shape)
         w = arrays[2]
         reduction = w.shape[0] * w.shape[1] * w.shape[2]
-        atol = reduction * _EPS[dtype]
-        rtol = _ROUNDING.get(dtype, 0.0)
-        self.assertAllClose(actual, expected, rtol=rtol, atol=atol)
+        self.assertAllClose(
+            actual,
+            expected,
+            rtol=_ROUNDING.get(dtype, 0.0),
+            atol=reduction * _EPS[dtype],
+        )
+
+    def _check(self, arrays, kwargs, dtype=tf.float32, dynamic="batch", **export_kw):
+        """Exports the call, compares ORT with TensorFlow; returns the model."""
+        fn, specs = _function(arrays, kwargs, dtype, dynamic)
+        model = export.export(fn, specs, opset=19, **export_kw)
+        self.assertIn("DeformConv", [n.op_type for n in model.graph.node])
+        self._compare(model, fn, arrays, dtype)
         return model
 
     @parameterized.product(
@@ -160,17 +167,29 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
         )
         self._check(arrays, kwargs)
 
-    @parameterized.parameters("NHWC", "NCHW")
-    def test_dynamic_sizes(self, data_format):
-        # SAME with stride 1 pads the same whatever the size.
-        arrays, kwargs = _case(
-            np.random.default_rng(1),
-            padding="SAME",
-            dilations=(2, 1),
-            groups=2,
-            data_format=data_format,
-        )
-        self._check(arrays, kwargs, dynamic="all")
+    @parameterized.product(
+        data_format=["NHWC", "NCHW"],
+        config=[
+            # SAME with stride 1 pads the same whatever the size.
+            dict(padding="SAME", dilations=(2, 1), groups=2),
+            # With stride 2 it pads by the size, found at run time.
+            dict(padding="SAME", strides=(2, 3), dilations=(1, 2), offset_groups=2),
+            dict(padding=((1, 2), (2, 0)), strides=2, mask=False),
+        ],
+    )
+    def test_dynamic_sizes(self, data_format, config):
+        model = fn = None
+        for seed, size in enumerate([(8, 7), (9, 6), (4, 9)]):
+            arrays, kwargs = _case(
+                np.random.default_rng(seed),
+                size=size,
+                data_format=data_format,
+                **config,
+            )
+            if model is None:
+                fn, specs = _function(arrays, kwargs, tf.float32, "all")
+                model = export.export(fn, specs, opset=19)
+            self._compare(model, fn, arrays)
 
     @parameterized.product(data_format=["NHWC", "NCHW"], dtype=[tf.float64, tf.float16])
     def test_dtypes(self, data_format, dtype):
@@ -237,33 +256,24 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
         # 36 products per output, each at most 0.5 after the mask's sigmoid.
         self.assertAllClose(actual[0], expected[0], rtol=0, atol=36 * _EPS[tf.float32])
 
-    @parameterized.parameters("NHWC", "NCHW")
-    def test_tensorrt(self, data_format):
-        # Equal padding at both ends: what TensorRT's DeformConv takes.
+    @parameterized.product(
+        data_format=["NHWC", "NCHW"],
+        config=[
+            dict(size=(9, 7), padding="SAME"),
+            dict(size=(8, 7), padding="SAME"),
+            dict(size=(9, 7), padding=((1, 2), (3, 1))),
+        ],
+    )
+    def test_tensorrt(self, data_format, config):
+        # TensorRT's DeformConv takes equal padding at both ends of each
+        # axis; a Pad of the input makes up the rest.
         arrays, kwargs = _case(
-            np.random.default_rng(5),
-            size=(9, 7),
-            strides=2,
-            padding="SAME",
-            data_format=data_format,
+            np.random.default_rng(5), strides=2, data_format=data_format, **config
         )
-        self._check(arrays, kwargs, target="tensorrt")
-        for padding, size in (("SAME", (8, 7)), (((1, 2), (1, 1)), (9, 7))):
-            arrays, kwargs = _case(
-                np.random.default_rng(5),
-                size=size,
-                strides=2,
-                padding=padding,
-                data_format=data_format,
-            )
-            fn, specs = _function(arrays, kwargs, tf.float32, "batch")
-            with self.assertRaisesRegex(
-                errors.ExportError,
-                r"DeformableConv2d.*TensorRT's DeformConv takes equal padding at "
-                r"both ends of each axis, got \[top, left, bottom, right\] = "
-                r"\[(0, 1, 1, 1|1, 1, 2, 1)\]",
-            ):
-                export.export(fn, specs, opset=19, target="tensorrt")
+        model = self._check(arrays, kwargs, target="tensorrt")
+        (conv,) = [n for n in model.graph.node if n.op_type == "DeformConv"]
+        (pads,) = [a.ints for a in conv.attribute if a.name == "pads"]
+        self.assertEqual(pads[:2], pads[2:])
 
     def _refused(self, specs, message, **kwargs):
         @tf.function(input_signature=specs)
@@ -274,16 +284,6 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
             export.export(fn, specs, opset=19)
 
     def test_refusals(self):
-        self._refused(
-            [
-                tf.TensorSpec([None, None, 8, 4]),
-                tf.TensorSpec([None, None, 4, 18]),
-                tf.TensorSpec([3, 3, 4, 2]),
-            ],
-            "SAME padding with stride 2 needs the input's height known",
-            strides=2,
-            padding="SAME",
-        )
         self._refused(
             [
                 tf.TensorSpec([None, 6, 6, None]),

@@ -1,7 +1,10 @@
 """ONNX handler of DeformableConv2d: ONNX DeformConv (opset 19), whose
 offsets and mask are laid out as the op's NCHW ones (torchvision's)."""
 
+import numpy as np
 from onnx import TensorProto
+from tf2onnx import utils
+from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
 
@@ -16,10 +19,11 @@ def _spatial(node, name):
     return (values[2], values[3]) if handler_util.is_nchw(node) else values[1:3]
 
 
-def _pads(node, size, kernel, strides, dilations):
+def _pads(node, size, windows, strides):
     """ONNX's pads, [top, left, bottom, right], as the op pads: SAME as
     Conv2D (the odd pixel after), EXPLICIT from explicit_paddings. `size` is
-    the input's (height, width), -1 where unknown."""
+    the input's (height, width), -1 where unknown; None where SAME padding
+    depends on a size not known when converting (a stride above 1)."""
     padding = node.get_attr_str("padding")
     if padding == "VALID":
         return [0, 0, 0, 0]
@@ -32,19 +36,42 @@ def _pads(node, size, kernel, strides, dilations):
         )
         return [top, left, bottom, right]
     before, after = [], []
-    for dim, n, k, s, d in zip(("height", "width"), size, kernel, strides, dilations):
-        window = (k - 1) * d + 1
-        if n < 0 and s > 1:
-            handler_util.refuse(
-                node,
-                f"SAME padding with stride {s} needs the input's {dim} known "
-                "when converting: ONNX DeformConv's pads are attributes",
-            )
-        # With stride 1 the total is window - 1 whatever the size.
-        total = window - 1 if s == 1 else max((-(-n // s) - 1) * s + window - n, 0)
+    for n, window, s in zip(size, windows, strides):
+        if s == 1:
+            total = window - 1
+        elif n < 0:
+            return None
+        else:
+            total = max((-(-n // s) - 1) * s + window - n, 0)
         before.append(total // 2)
         after.append(total - total // 2)
     return before + after
+
+
+def _int64(ctx, values):
+    return ctx.make_const(utils.make_name("pads"), np.array(values, np.int64)).output[0]
+
+
+def _same_pads(ctx, x, windows, strides):
+    """Pad's pads of `x` (NCHW) for SAME padding, from its size at run time:
+    before each spatial axis total // 2 and after it the rest, where total =
+    max((ceil(n / s) - 1) * s + window - n, 0) = max((-n mod s) + window - s,
+    0)."""
+    shape = ctx.make_node("Shape", [x]).output[0]
+    size = GraphBuilder(ctx).make_slice(
+        {"data": shape, "starts": [2], "ends": [4], "axes": [0]}
+    )
+    negative = ctx.make_node("Neg", [size]).output[0]
+    rest = ctx.make_node("Mod", [negative, _int64(ctx, strides)]).output[0]
+    excess = [w - s for w, s in zip(windows, strides)]
+    total = ctx.make_node("Add", [rest, _int64(ctx, excess)]).output[0]
+    total = ctx.make_node("Max", [total, _int64(ctx, [0, 0])]).output[0]
+    before = ctx.make_node("Div", [total, _int64(ctx, [2, 2])]).output[0]
+    after = ctx.make_node("Sub", [total, before]).output[0]
+    zeros = _int64(ctx, [0, 0])
+    return ctx.make_node(
+        "Concat", [zeros, before, zeros, after], attr={"axis": 0}
+    ).output[0]
 
 
 @handler_util.custom_op_handler("DeformableConv2d", min_opset=19)
@@ -90,19 +117,32 @@ class DeformableConv2d:
             size = input_shape[2:4] if nchw else input_shape[1:3]
         strides = list(_spatial(node, "strides"))
         dilations = list(_spatial(node, "dilations"))
-        pads = _pads(node, size, (kh, kw), strides, dilations)
-        if handler_util.target() == "tensorrt" and pads[:2] != pads[2:]:
-            handler_util.refuse(
-                node,
-                f"TensorRT's DeformConv takes equal padding at both ends of each "
-                f"axis, got [top, left, bottom, right] = {pads}",
-            )
+        windows = [(k - 1) * d + 1 for k, d in zip((kh, kw), dilations)]
+        pads = _pads(node, size, windows, strides)
 
         def prepare(index):
             tensor = handler_util.nchw_input(ctx, node, index)
             if compute != dtype:
                 tensor = ctx.make_node("Cast", [tensor], attr={"to": compute}).output[0]
             return tensor
+
+        x = prepare(0)
+        # Zeros padded on the input read as the op's padding: 0 off the map.
+        if pads is None:
+            # DeformConv's pads are attributes.
+            pad = _same_pads(ctx, x, windows, strides)
+            x = ctx.make_node("Pad", [x, pad]).output[0]
+            pads = [0, 0, 0, 0]
+        elif handler_util.target() == "tensorrt" and pads[:2] != pads[2:]:
+            # TensorRT's DeformConv takes equal padding at both ends of each
+            # axis. Where the op pads more after (SAME always does), the
+            # rest goes after the map, which leaves every tap's coordinates
+            # as they were.
+            equal = [min(pads[0], pads[2]), min(pads[1], pads[3])]
+            extra = [p - e for p, e in zip(pads, equal + equal)]
+            pad = _int64(ctx, [0, 0, *extra[:2], 0, 0, *extra[2:]])
+            x = ctx.make_node("Pad", [x, pad]).output[0]
+            pads = equal + equal
 
         use_mask = node.get_attr_value("use_mask")
         filter_oihw = ctx.make_node(
@@ -113,7 +153,7 @@ class DeformableConv2d:
                 "Cast", [filter_oihw], attr={"to": compute}
             ).output[0]
         # Inputs X, W, offset, B (none: the op has no bias) and mask.
-        inputs = [prepare(0), filter_oihw, prepare(2)]
+        inputs = [x, filter_oihw, prepare(2)]
         if use_mask:
             inputs += ["", prepare(3)]
         attr = {
