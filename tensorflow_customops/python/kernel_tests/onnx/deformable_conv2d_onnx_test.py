@@ -275,6 +275,37 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
         (pads,) = [a.ints for a in conv.attribute if a.name == "pads"]
         self.assertEqual(pads[:2], pads[2:])
 
+    def test_off_map_and_empty(self):
+        arrays, kwargs = _case(np.random.default_rng(6), padding="SAME")
+        fn, specs = _function(arrays, kwargs, tf.float32, "batch")
+        model = export.export(fn, specs, opset=19)
+        x, offset, w, mask = arrays
+        # Infinite and huge offsets take a tap off the map: 0 in both.
+        for value in (np.inf, -np.inf, 1e30, -1e30):
+            moved = offset.copy()
+            moved[:, 2, 3, ::5] = value
+            self._compare(model, fn, [x, moved, w, mask])
+        # A NaN offset gives NaN in TensorFlow (as torchvision); ONNX
+        # Runtime takes its tap as off the map.
+        moved = offset.copy()
+        moved[0, 2, 3, 0] = np.nan
+        inputs = [a.astype(np.float32) for a in (x, moved, w, mask)]
+        expected = fn(*inputs).numpy()
+        (actual,) = onnx_test_util.run(model, inputs)
+        self.assertTrue(np.isnan(expected[0, 2, 3]).all())
+        self.assertTrue(np.isfinite(actual).all())
+        off_map = offset.copy()
+        off_map[0, 2, 3, 0] = np.inf
+        self._compare(model, fn, [x, off_map, w, mask])
+        (off_map_actual,) = onnx_test_util.run(
+            model, [a.astype(np.float32) for a in (x, off_map, w, mask)]
+        )
+        self.assertAllEqual(actual, off_map_actual)
+        # An empty batch.
+        self._compare(
+            model, fn, [a[:0] if a.ndim == 4 and a is not w else a for a in arrays]
+        )
+
     def _refused(self, specs, message, **kwargs):
         @tf.function(input_signature=specs)
         def fn(x, offset, w):

@@ -127,17 +127,19 @@ class DeformableConv2d:
             return tensor
 
         x = prepare(0)
-        # Zeros padded on the input read as the op's padding: 0 off the map.
+        # Where DeformConv's pads cannot say it, zeros padded on the input
+        # do: taps on them read 0, as taps off the map do.
         if pads is None:
-            # DeformConv's pads are attributes.
+            # The pads depend on the size at run time; attributes cannot.
             pad = _same_pads(ctx, x, windows, strides)
             x = ctx.make_node("Pad", [x, pad]).output[0]
             pads = [0, 0, 0, 0]
         elif handler_util.target() == "tensorrt" and pads[:2] != pads[2:]:
             # TensorRT's DeformConv takes equal padding at both ends of each
             # axis. Where the op pads more after (SAME always does), the
-            # rest goes after the map, which leaves every tap's coordinates
-            # as they were.
+            # rest goes after the map and every tap's coordinates stay as
+            # they were; more before moves them by whole pixels, which only
+            # rounds their fractions differently.
             equal = [min(pads[0], pads[2]), min(pads[1], pads[3])]
             extra = [p - e for p, e in zip(pads, equal + equal)]
             pad = _int64(ctx, [0, 0, *extra[:2], 0, 0, *extra[2:]])
