@@ -14,11 +14,12 @@ import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
 from tensorflow_customops.python.onnx import errors, export
 
-# ORT's kernel and the library's sum the C / groups * kh * kw products of an
-# output in different orders. With inputs and filter in [-1, 1] and the mask
-# in [0, 1], each product is at most 1, so K products differ by at most about
-# K * eps per unit of output; half and bfloat16 round that float result once
-# more, by up to one of their own ulps.
+# ORT's kernel and the library's sum the K = C / groups * kh * kw products of
+# an output in different orders. With inputs and filter in [-1, 1] and the
+# mask in [0, 1] the sum is at most K, and the orders differ by a few of its
+# ulps: atol = K * eps of the type computed in (float for half and bfloat16)
+# bounds that with a margin. Half and bfloat16 then round the float result
+# once, which may differ by one of their ulps (rtol).
 _EPS = {
     tf.float64: np.finfo(np.float64).eps,
     tf.float32: np.finfo(np.float32).eps,
@@ -59,11 +60,10 @@ def _case(
     groups=1,
     offset_groups=1,
     mask=True,
-    dtype=tf.float32,
     data_format="NHWC",
 ):
-    """Random NHWC inputs, filter, offsets and mask of one call, the
-    tfco.deform_conv2d kwargs, and the inputs in data_format."""
+    """Random float64 [input, offset, filter, mask] of one call (mask None
+    without one) in data_format, and the tfco.deform_conv2d kwargs."""
     strides, dilations = _size(strides), _size(dilations)
     explicit = (padding, padding) if isinstance(padding, str) else padding
     ho, wo = (
@@ -74,8 +74,7 @@ def _case(
     w = rng.uniform(-1, 1, (*kernel, channels // groups, filters))
     # Offsets up to 3 pixels take taps off the map and across its border.
     offset = rng.uniform(-3, 3, (batch, ho, wo, 2 * taps))
-    # Some offsets on whole and half pixels, where the corners' weights are
-    # exact, and some landing exactly on row or column -1.
+    # Some taps on whole and half pixels, the map's edges among them.
     offset[..., ::3] = np.round(offset[..., ::3] * 2) / 2
     m = rng.uniform(0, 1, (batch, ho, wo, taps)) if mask else None
     arrays = [x, offset, w, m]
@@ -83,7 +82,6 @@ def _case(
         arrays = [
             a if a is None or a is w else np.transpose(a, [0, 3, 1, 2]) for a in arrays
         ]
-    arrays = [None if a is None else tf.constant(a, tf.float64).numpy() for a in arrays]
     kwargs = dict(
         strides=strides,
         padding=padding,
@@ -138,9 +136,10 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
             atol=reduction * _EPS[dtype],
         )
 
-    def _check(self, arrays, kwargs, dtype=tf.float32, dynamic="batch", **export_kw):
-        """Exports the call, compares ORT with TensorFlow; returns the model."""
-        fn, specs = _function(arrays, kwargs, dtype, dynamic)
+    def _check(self, arrays, kwargs, dtype=tf.float32, **export_kw):
+        """Exports the call with a dynamic batch, compares ORT with
+        TensorFlow; returns the model."""
+        fn, specs = _function(arrays, kwargs, dtype, "batch")
         model = export.export(fn, specs, opset=19, **export_kw)
         self.assertIn("DeformConv", [n.op_type for n in model.graph.node])
         self._compare(model, fn, arrays, dtype)
@@ -172,7 +171,7 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
         config=[
             # SAME with stride 1 pads the same whatever the size.
             dict(padding="SAME", dilations=(2, 1), groups=2),
-            # With stride 2 it pads by the size, found at run time.
+            # With a stride above 1 it pads by the size, found at run time.
             dict(padding="SAME", strides=(2, 3), dilations=(1, 2), offset_groups=2),
             dict(padding=((1, 2), (2, 0)), strides=2, mask=False),
         ],
@@ -253,7 +252,7 @@ class DeformableConv2dOnnxTest(tf.test.TestCase, parameterized.TestCase):
         fn = tf.function(lambda x: model(x), input_signature=[spec])
         x = rng.uniform(-1, 1, [3, *shape]).astype(np.float32)
         expected, actual, _ = onnx_test_util.export_and_run(fn, [spec], [x], opset=19)
-        # 36 products per output, each at most 0.5 after the mask's sigmoid.
+        # 18 products per output, and offsets from a convolution of their own.
         self.assertAllClose(actual[0], expected[0], rtol=0, atol=36 * _EPS[tf.float32])
 
     @parameterized.product(
