@@ -1,0 +1,4 @@
+import tensorflow as tf
+
+if __name__ == "__main__":
+    tf.test.main()
