@@ -139,7 +139,9 @@ def checked_rois(ctx, node, index, features_index=0):
         return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
 
     def const(value, dtype=np.float64):
-        return ctx.make_const(utils.make_name("roi_check"), np.array(value, dtype)).output[0]
+        return ctx.make_const(
+            utils.make_name("roi_check"), np.array(value, dtype)
+        ).output[0]
 
     def columns(data, start, end):
         return builder.make_slice(

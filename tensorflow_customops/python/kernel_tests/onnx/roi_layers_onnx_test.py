@@ -119,7 +119,9 @@ class PerImageBoxesTest(_ExportTestCase):
             lambda f, b: tfco.roi_pool(f, b, 2, spatial_scale=0.5),
         ):
             self.assert_exact(
-                tf.function(fn), _signature(counts=False), self._cases(rng, counts=False)
+                tf.function(fn),
+                _signature(counts=False),
+                self._cases(rng, counts=False),
             )
 
     @parameterized.parameters(["NHWC", "NCHW"])
@@ -130,7 +132,9 @@ class PerImageBoxesTest(_ExportTestCase):
         # either side.
         for case in cases:
             sides = np.float32(16) * np.float32([0.5, 1, 2, 4])
-            sides = np.concatenate([sides, np.nextafter(sides, 0), np.nextafter(sides, 99)])
+            sides = np.concatenate(
+                [sides, np.nextafter(sides, 0), np.nextafter(sides, 99)]
+            )
             boundary = np.zeros([len(sides), 4], np.float32)
             boundary[:, 2:] = sides[:, None]
             boundary = np.broadcast_to(boundary, (len(case[3]), *boundary.shape))
@@ -175,7 +179,11 @@ class PerImageBoxesTest(_ExportTestCase):
 
 
 def _model(layer, levels=1, data_format="channels_last"):
-    shape = (None, None, _CHANNELS) if data_format == "channels_last" else (_CHANNELS, None, None)
+    shape = (
+        (None, None, _CHANNELS)
+        if data_format == "channels_last"
+        else (_CHANNELS, None, None)
+    )
     features = [keras.Input(shape) for _ in range(levels)]
     boxes = keras.Input((None, 4))
     counts = keras.Input((), dtype="int32")
@@ -204,7 +212,9 @@ class KerasLayersTest(_ExportTestCase):
             ),
             tfco.layers.RoIPool((2, 3), spatial_scale=0.5, data_format=data_format),
         ):
-            self.assert_model_exact(_model(layer, data_format=data_format), data_format=layout)
+            self.assert_model_exact(
+                _model(layer, data_format=data_format), data_format=layout
+            )
 
     def test_multi_scale_roi_align(self):
         layer = tfco.layers.MultiScaleRoIAlign(
@@ -221,14 +231,17 @@ class KerasLayersTest(_ExportTestCase):
         features = keras.Input((None, None, _CHANNELS))
         boxes = keras.Input((None, 4), ragged=True)
         model = keras.Model(
-            [features, boxes], tfco.layers.RoIAlign(2, spatial_scale=0.5)([features, boxes])
+            [features, boxes],
+            tfco.layers.RoIAlign(2, spatial_scale=0.5)([features, boxes]),
         )
         fn = tf.function(lambda f, b: model([f, b]))
         ragged = tf.RaggedTensorSpec([None, None, 4], tf.float32, ragged_rank=1)
         onnx_model = export.export(fn, [_signature(counts=False)[0], ragged])
         rng = np.random.default_rng(5)
         features = rng.standard_normal((2, 8, 9, _CHANNELS)).astype(np.float32)
-        boxes = tf.RaggedTensor.from_row_lengths(_per_image_boxes(rng, 1, 5, 16)[0], [2, 3])
+        boxes = tf.RaggedTensor.from_row_lengths(
+            _per_image_boxes(rng, 1, 5, 16)[0], [2, 3]
+        )
         expected = fn(features, boxes)
         values, splits = onnx_test_util.run(
             onnx_model, [features, boxes.flat_values.numpy(), boxes.row_splits.numpy()]

@@ -17,7 +17,6 @@ from tensorflow_customops.python.registry import boxes as registry_boxes
 _ops = load_library.load_op_library()
 
 
-
 def _signature(dtype=tf.float32, boxes_dtype=tf.float32):
     """Features and rows of dynamic sizes."""
     return [tf.TensorSpec([None] * 4, dtype), tf.TensorSpec([None, 5], boxes_dtype)]
@@ -74,9 +73,7 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         return model
 
     @parameterized.parameters(
-        itertools.product(
-            ["NHWC", "NCHW"], [False, True], [-1, 0, 2], [1.0, 0.5, 0.3]
-        )
+        itertools.product(["NHWC", "NCHW"], [False, True], [-1, 0, 2], [1.0, 0.5, 0.3])
     )
     def test_roi_align_exact(self, data_format, aligned, sampling_ratio, scale):
         rng = np.random.default_rng(
@@ -104,7 +101,10 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         features.reshape(-1)[rng.integers(0, features.size, 10)] = -np.inf
         rows = _rows(rng, 80, 2, 9, 13, scale)
         fn = _roi_pool(
-            pooled_height=3, pooled_width=4, spatial_scale=scale, data_format=data_format
+            pooled_height=3,
+            pooled_width=4,
+            spatial_scale=scale,
+            data_format=data_format,
         )
         self.assert_exact(fn, [features, rows])
 
@@ -116,7 +116,11 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
             _roi_pool(pooled_height=2, pooled_width=2, data_format=data_format),
         ):
             model = export.export(fn, _SIGNATURE)
-            for batch, height, width, count in [(1, 5, 6, 3), (3, 8, 4, 40), (2, 4, 4, 0)]:
+            for batch, height, width, count in [
+                (1, 5, 6, 3),
+                (3, 8, 4, 40),
+                (2, 4, 4, 0),
+            ]:
                 features = _features(rng, (batch, height, width, 2), data_format)
                 rows = _rows(rng, count, batch, height, width, 1.0)[:count]
                 np.testing.assert_array_equal(
@@ -151,9 +155,14 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
             @tf.function
             def fn(features, rois, op=op):
                 pooled = op(
-                    tf.cast(features, tf.bfloat16), rois, pooled_height=2, pooled_width=3
+                    tf.cast(features, tf.bfloat16),
+                    rois,
+                    pooled_height=2,
+                    pooled_width=3,
                 )
-                return tf.cast(pooled if op is _ops.custom_ops_roi_align else pooled[0], tf.float32)
+                return tf.cast(
+                    pooled if op is _ops.custom_ops_roi_align else pooled[0], tf.float32
+                )
 
             with self.assertRaisesRegex(ExportError, "bfloat16"):
                 export.export(fn, _SIGNATURE)
@@ -162,7 +171,9 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         rng = np.random.default_rng(8)
         features = _features(rng, (2, 7, 6, 2), "NCHW", np.float16)
         rows = _rows(rng, 40, 2, 7, 6, 0.5)
-        fn = _roi_pool(pooled_height=2, pooled_width=3, spatial_scale=0.5, data_format="NCHW")
+        fn = _roi_pool(
+            pooled_height=2, pooled_width=3, spatial_scale=0.5, data_format="NCHW"
+        )
         self.assert_exact(fn, [features, rows], _signature(tf.float16))
 
     def test_roi_pool_refuses_float64(self):
@@ -176,14 +187,18 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
     def test_roi_pool_refuses_argmax(self):
         @tf.function
         def fn(features, rois):
-            return _ops.custom_ops_roi_pool(features, rois, pooled_height=2, pooled_width=2)
+            return _ops.custom_ops_roi_pool(
+                features, rois, pooled_height=2, pooled_width=2
+            )
 
         with self.assertRaisesRegex(ExportError, "argmax has no ONNX counterpart"):
             export.export(fn, _SIGNATURE)
 
     def test_roi_align_refuses_sampling_ratio_above_64(self):
         fn = _roi_align(pooled_height=2, pooled_width=2, sampling_ratio=65)
-        with self.assertRaisesRegex(ExportError, "sampling_ratio must be at most 64, got 65"):
+        with self.assertRaisesRegex(
+            ExportError, "sampling_ratio must be at most 64, got 65"
+        ):
             export.export(fn, _SIGNATURE)
 
     @parameterized.parameters(
@@ -201,8 +216,14 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         features = np.ones((2, 4, 4, 1), np.float32)
         rows = np.array([[1, 0, 0, 3, 3], bad_row], np.float32)
         for fn, message in (
-            (_roi_align(pooled_height=2, pooled_width=2, spatial_scale=0.5), "out of range"),
-            (_roi_pool(pooled_height=2, pooled_width=2, spatial_scale=0.5), "roi_batch_id"),
+            (
+                _roi_align(pooled_height=2, pooled_width=2, spatial_scale=0.5),
+                "out of range",
+            ),
+            (
+                _roi_pool(pooled_height=2, pooled_width=2, spatial_scale=0.5),
+                "roi_batch_id",
+            ),
         ):
             model = export.export(fn, _SIGNATURE)
             with self.assertRaises(tf.errors.InvalidArgumentError):
@@ -210,7 +231,8 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
             with self.assertRaisesRegex(Exception, message):
                 onnx_test_util.run(model, [features, rows])
             np.testing.assert_array_equal(
-                onnx_test_util.run(model, [features, rows[:1]])[0], fn(features, rows[:1])
+                onnx_test_util.run(model, [features, rows[:1]])[0],
+                fn(features, rows[:1]),
             )
 
     def test_tensorrt(self):
@@ -222,8 +244,14 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         self.assertEqual(attrs["sampling_ratio"].i, 0)
         # No checks of the rows: TensorRT cannot raise.
         self.assertNotIn("Where", {n.op_type for n in model.graph.node})
-        with self.assertRaisesRegex(ExportError, "TensorRT's ONNX parser takes no MaxRoiPool"):
-            export.export(_roi_pool(pooled_height=2, pooled_width=2), _SIGNATURE, target="tensorrt")
+        with self.assertRaisesRegex(
+            ExportError, "TensorRT's ONNX parser takes no MaxRoiPool"
+        ):
+            export.export(
+                _roi_pool(pooled_height=2, pooled_width=2),
+                _SIGNATURE,
+                target="tensorrt",
+            )
 
 
 if __name__ == "__main__":
