@@ -167,6 +167,32 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
             with self.assertRaisesRegex(ExportError, "bfloat16"):
                 export.export(fn, _SIGNATURE)
 
+    @unittest.skip(
+        "enable after merging the export of helper A's branch, which keeps "
+        "tf2onnx's optimizer from dropping a Cast to float16 that a Cast to "
+        "float32 follows (BackToBackOptimizer: 1.1e-4 off here without)"
+    )
+    def test_half_result_cast_to_float(self):
+        rng = np.random.default_rng(10)
+        features = _features(rng, (2, 7, 6, 2), "NHWC")
+        rows = _rows(rng, 40, 2, 7, 6, 0.5)
+        for op in (_ops.custom_ops_roi_align, _ops.custom_ops_roi_pool):
+
+            @tf.function
+            def fn(features, rois, op=op):
+                pooled = op(
+                    tf.cast(features, tf.float16),
+                    rois,
+                    pooled_height=2,
+                    pooled_width=3,
+                    spatial_scale=0.5,
+                )
+                if op is _ops.custom_ops_roi_pool:
+                    pooled = pooled[0]
+                return tf.cast(pooled, tf.float32)
+
+            self.assert_exact(fn, [features, rows])
+
     def test_roi_pool_half(self):
         rng = np.random.default_rng(8)
         features = _features(rng, (2, 7, 6, 2), "NCHW", np.float16)
@@ -244,6 +270,17 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         self.assertEqual(attrs["sampling_ratio"].i, 0)
         # No checks of the rows: TensorRT cannot raise.
         self.assertNotIn("Where", {n.op_type for n in model.graph.node})
+        # What TensorRT gets runs in ORT too, exact on rows the kernels take.
+        rng = np.random.default_rng(9)
+        self.assert_exact(
+            _roi_align(
+                pooled_height=2, pooled_width=3, spatial_scale=0.5, aligned=True
+            ),
+            [_features(rng, (2, 7, 6, 2), "NHWC"), _rows(rng, 40, 2, 7, 6, 0.5)],
+            target="tensorrt",
+        )
+        with self.assertRaisesRegex(ExportError, "TensorRT computes double as float"):
+            export.export(fn, _signature(tf.float64, tf.float64), target="tensorrt")
         with self.assertRaisesRegex(
             ExportError, "TensorRT's ONNX parser takes no MaxRoiPool"
         ):

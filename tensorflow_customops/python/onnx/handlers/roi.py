@@ -24,6 +24,12 @@ class RoiAlign:
         compute = TensorProto.FLOAT if dtype in _WIDENED else dtype
         if compute not in _ROI_ALIGN_DTYPES:
             handler_util.refuse(node, "ONNX RoiAlign takes float or double features")
+        if compute == TensorProto.DOUBLE and handler_util.target() == "tensorrt":
+            handler_util.refuse(
+                node,
+                "TensorRT computes double as float: cast the features to float32, "
+                'or export for target="onnxruntime"',
+            )
         sampling_ratio = node.get_attr_value("sampling_ratio")
         if sampling_ratio > _MAX_SAMPLING_RATIO:
             # The kernel refuses it when built; the model would never have run.
