@@ -121,14 +121,16 @@ def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
 _MAX_SCALED_COORDINATE = float(1 << 30)
 
 
-def checked_rois(ctx, node, index, features_index=0):
+def checked_rois(ctx, node, index, features_index=0, max_extent=None):
     """The `[K, 5]` rows of input `index`, with batch index -1 in every row
     the kernels refuse (RoiOk in roi_ops_common.h: a coordinate not finite or
     beyond 2^30 pixels once scaled, a batch index not an integer in [0, N)),
     which ONNX Runtime's RoiAlign and MaxRoiPool then refuse: they would
     truncate 0.9 to image 0, and MaxRoiPool pools a NaN box to zeros.
-    Checked in double, as the kernels check. TensorRT cannot raise, so under
-    its target the rows go as they are.
+    Checked in double, as the kernels check. With `max_extent`, also every
+    row whose box, its corners scaled in the rows' dtype, spans `max_extent`
+    pixels or more along an axis. TensorRT cannot raise, so under its target
+    the rows go as they are.
     """
     rois = node.input[index]
     if target() == "tensorrt":
@@ -149,7 +151,8 @@ def checked_rois(ctx, node, index, features_index=0):
         )
 
     wide = make("Cast", rois, to=TensorProto.DOUBLE)
-    scale = const(node.get_attr_value("spatial_scale"))
+    scale_value = node.get_attr_value("spatial_scale")
+    scale = const(scale_value)
     # 1 where a coordinate passes (NaN fails the comparison as isfinite).
     coordinate_ok = make(
         "Cast",
@@ -165,6 +168,28 @@ def checked_rois(ctx, node, index, features_index=0):
         builder.make_reduce_min({"data": coordinate_ok, "axes": [1], "keepdims": 1}),
         const(1.0),
     )
+    if max_extent is not None:
+        dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(rois))
+        corners = make(
+            "Cast",
+            make("Mul", columns(rois, 1, 5), const(scale_value, dtype)),
+            to=TensorProto.DOUBLE,
+        )
+        extent = make("Sub", columns(corners, 2, 4), columns(corners, 0, 2))
+        narrow = make(
+            "Cast",
+            make("Less", extent, const(float(max_extent))),
+            to=TensorProto.DOUBLE,
+        )
+        row_ok = make(
+            "And",
+            row_ok,
+            make(
+                "Equal",
+                builder.make_reduce_min({"data": narrow, "axes": [1], "keepdims": 1}),
+                const(1.0),
+            ),
+        )
     image = columns(wide, 0, 1)
     images = make(
         "Cast",

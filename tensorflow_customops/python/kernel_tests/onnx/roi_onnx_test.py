@@ -261,6 +261,21 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
                 fn(features, rows[:1]),
             )
 
+    def test_roi_pool_refuses_boxes_spanning_2_to_the_31_pixels(self):
+        # The kernels pool them; MaxRoiPool would overflow its int32 counts.
+        features = np.ones((1, 4, 4, 1), np.float32)
+        fn = _roi_pool(pooled_height=2, pooled_width=2)
+        model = export.export(fn, _SIGNATURE)
+        wide = np.array([[0, -(2.0**30), 1, 2.0**30, 3]], np.float32)
+        self.assertEqual(fn(features, wide).shape, (1, 2, 2, 1))
+        with self.assertRaisesRegex(Exception, "roi_batch_id"):
+            onnx_test_util.run(model, [features, wide])
+        # A box half as wide is pooled by both.
+        narrower = np.array([[0, -(2.0**29), 1, 2.0**30, 3]], np.float32)
+        np.testing.assert_array_equal(
+            onnx_test_util.run(model, [features, narrower])[0], fn(features, narrower)
+        )
+
     def test_tensorrt(self):
         fn = _roi_align(pooled_height=2, pooled_width=2, sampling_ratio=-1)
         model = export.export(fn, _SIGNATURE, target="tensorrt")

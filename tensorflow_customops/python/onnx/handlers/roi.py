@@ -154,7 +154,10 @@ class RoiPool:
         ).output[0]
         is_nan = ctx.make_node("IsNaN", [features]).output[0]
         features = ctx.make_node("Where", [is_nan, minus_inf, features]).output[0]
-        rois = handler_util.checked_rois(ctx, node, 1)
+        # MaxRoiPool counts a box's pixels in int32 (and its bin ends, via
+        # float), which a box spanning nearly 2^31 pixels overflows: refused,
+        # where the kernels count in int64.
+        rois = handler_util.checked_rois(ctx, node, 1, max_extent=2**31 - 1024)
         attr = {
             "pooled_shape": [
                 node.get_attr_value("pooled_height"),
