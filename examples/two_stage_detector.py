@@ -41,8 +41,8 @@ FOREGROUND_IOU = 0.5
 # (which are of order 1). The RoI pooling is exact; the convolutions and dense
 # layers sum in another order (a sum of n float32 terms moves by about
 # sqrt(n) * 2^-24 of its terms' magnitude, n up to 1568 here): differences of
-# 2e-7 to 6e-7 were measured, and a box pooled at the wrong place or level
-# moves the outputs by 1e-2 or more.
+# 2e-7 to 7e-7 were measured, where proposals moved by half a pixel move the
+# outputs by 0.05.
 ONNX_TOLERANCE = 1e-5
 
 
