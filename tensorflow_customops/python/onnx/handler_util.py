@@ -4,6 +4,7 @@ plumbing of the RoI ops. Imports tf2onnx, so only the export imports it.
 """
 
 import contextlib
+import functools
 
 import numpy as np
 from onnx import TensorProto
@@ -67,6 +68,16 @@ def refuse(node, why):
     if _exports:
         _exports[-1].refusals.append(message)
     raise ExportError(message)
+
+
+def op(ctx, op_type, *inputs, **attr):
+    """The output of a new one-output ONNX node `op_type` on `inputs`."""
+    return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+
+
+def const(ctx, value, dtype):
+    """A constant tensor `value` of NumPy `dtype`."""
+    return ctx.make_const(utils.make_name("const"), np.array(value, dtype)).output[0]
 
 
 def is_nchw(node):
@@ -137,13 +148,10 @@ def checked_rois(ctx, node, index, features_index=0, max_extent=None):
         return rois
     builder = GraphBuilder(ctx)
 
-    def make(op_type, *inputs, **attr):
-        return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+    make = functools.partial(op, ctx)
 
-    def const(value, dtype=np.float64):
-        return ctx.make_const(
-            utils.make_name("roi_check"), np.array(value, dtype)
-        ).output[0]
+    def double(value):
+        return const(ctx, value, np.float64)
 
     def columns(data, start, end):
         return builder.make_slice(
@@ -152,33 +160,33 @@ def checked_rois(ctx, node, index, features_index=0, max_extent=None):
 
     wide = make("Cast", rois, to=TensorProto.DOUBLE)
     scale_value = node.get_attr_value("spatial_scale")
-    scale = const(scale_value)
+    scale = double(scale_value)
     # 1 where a coordinate passes (NaN fails the comparison as isfinite).
     coordinate_ok = make(
         "Cast",
         make(
             "LessOrEqual",
             make("Abs", make("Mul", columns(wide, 1, 5), scale)),
-            const(_MAX_SCALED_COORDINATE),
+            double(_MAX_SCALED_COORDINATE),
         ),
         to=TensorProto.DOUBLE,
     )
     row_ok = make(
         "Equal",
         builder.make_reduce_min({"data": coordinate_ok, "axes": [1], "keepdims": 1}),
-        const(1.0),
+        double(1.0),
     )
     if max_extent is not None:
         dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(rois))
         corners = make(
             "Cast",
-            make("Mul", columns(rois, 1, 5), const(scale_value, dtype)),
+            make("Mul", columns(rois, 1, 5), const(ctx, scale_value, dtype)),
             to=TensorProto.DOUBLE,
         )
         extent = make("Sub", columns(corners, 2, 4), columns(corners, 0, 2))
         narrow = make(
             "Cast",
-            make("Less", extent, const(float(max_extent))),
+            make("Less", extent, double(float(max_extent))),
             to=TensorProto.DOUBLE,
         )
         row_ok = make(
@@ -187,7 +195,7 @@ def checked_rois(ctx, node, index, features_index=0, max_extent=None):
             make(
                 "Equal",
                 builder.make_reduce_min({"data": narrow, "axes": [1], "keepdims": 1}),
-                const(1.0),
+                double(1.0),
             ),
         )
     image = columns(wide, 0, 1)
@@ -205,14 +213,14 @@ def checked_rois(ctx, node, index, features_index=0, max_extent=None):
     )
     for image_ok in (
         make("Equal", image, make("Floor", image)),
-        make("GreaterOrEqual", image, const(0.0)),
+        make("GreaterOrEqual", image, double(0.0)),
         make("Less", image, images),
     ):
         row_ok = make("And", row_ok, image_ok)
     dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(rois))
     return make(
         "Concat",
-        make("Where", row_ok, columns(rois, 0, 1), const(-1.0, dtype)),
+        make("Where", row_ok, columns(rois, 0, 1), const(ctx, -1.0, dtype)),
         columns(rois, 1, 5),
         axis=1,
     )

@@ -1,5 +1,7 @@
 """ONNX handlers of the RoI family."""
 
+import functools
+
 import numpy as np
 from onnx import TensorProto
 from tf2onnx import utils
@@ -77,13 +79,10 @@ def _sampled_boxes(ctx, node, boxes, dtype):
     """
     np_dtype = utils.map_onnx_to_numpy_type(dtype)
 
-    def make(op_type, *inputs, **attr):
-        return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+    make = functools.partial(handler_util.op, ctx)
 
     def const(value):
-        return ctx.make_const(
-            utils.make_name("roi_align_box"), np.array(value, np_dtype)
-        ).output[0]
+        return handler_util.const(ctx, value, np_dtype)
 
     scaled = make(
         "Sub",
@@ -149,11 +148,13 @@ class RoiPool:
             ).output[0]
         # The kernels skip NaNs; MaxRoiPool keeps one met last in a bin. A NaN
         # made -inf is skipped by both, as the maximum starts at -FLT_MAX.
-        minus_inf = ctx.make_const(
-            utils.make_name("minus_inf"), np.array(-np.inf, np.float32)
-        ).output[0]
-        is_nan = ctx.make_node("IsNaN", [features]).output[0]
-        features = ctx.make_node("Where", [is_nan, minus_inf, features]).output[0]
+        features = handler_util.op(
+            ctx,
+            "Where",
+            handler_util.op(ctx, "IsNaN", features),
+            handler_util.const(ctx, -np.inf, np.float32),
+            features,
+        )
         # MaxRoiPool counts a box's pixels in int32 (and its bin ends, via
         # float), which a box spanning nearly 2^31 pixels overflows: refused,
         # where the kernels count in int64.
