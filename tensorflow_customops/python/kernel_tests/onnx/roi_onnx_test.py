@@ -91,6 +91,31 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
         )
         self.assert_exact(fn, [features, rows])
 
+    @parameterized.parameters(itertools.product(["NHWC", "NCHW"], [False, True]))
+    def test_roi_align_non_finite_features(self, data_format, aligned):
+        # NaN and inf reach the same bins, weighted the same, in both; but
+        # ORT reads pixel (0, 0) with weight 0 for a sample off the map, so a
+        # NaN or inf there would make NaN of bins the kernels average.
+        rng = np.random.default_rng([data_format == "NCHW", aligned])
+        features = _features(rng, (2, 9, 13, 3), data_format)
+        features.reshape(-1)[rng.integers(0, features.size, 20)] = np.nan
+        features.reshape(-1)[rng.integers(0, features.size, 20)] = np.inf
+        if data_format == "NHWC":
+            features[:, 0, 0, :] = 1.0
+        else:
+            features[:, :, 0, 0] = 1.0
+        rows = _rows(rng, 80, 2, 9, 13, 0.5)
+        for sampling_ratio in (-1, 2):
+            fn = _roi_align(
+                pooled_height=3,
+                pooled_width=2,
+                spatial_scale=0.5,
+                sampling_ratio=sampling_ratio,
+                aligned=aligned,
+                data_format=data_format,
+            )
+            self.assert_exact(fn, [features, rows])
+
     @parameterized.parameters(itertools.product(["NHWC", "NCHW"], [1.0, 0.5, 0.3]))
     def test_roi_pool_exact(self, data_format, scale):
         rng = np.random.default_rng(7)
