@@ -1,6 +1,11 @@
 """ONNX handlers of the RoI family."""
 
+import functools
+
+import numpy as np
 from onnx import TensorProto
+from tf2onnx import utils
+from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
 
@@ -8,6 +13,9 @@ from tensorflow_customops.python.onnx import handler_util
 # pooled in float, as the kernels accumulate them, and rounded once at the end.
 _ROI_ALIGN_DTYPES = (TensorProto.FLOAT, TensorProto.DOUBLE)
 _WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+# The kernels' bound on sampling_ratio (kMaxSamplingRatio).
+_MAX_SAMPLING_RATIO = 64
 
 
 @handler_util.custom_op_handler("RoiAlign", min_opset=16)
@@ -18,11 +26,27 @@ class RoiAlign:
         compute = TensorProto.FLOAT if dtype in _WIDENED else dtype
         if compute not in _ROI_ALIGN_DTYPES:
             handler_util.refuse(node, "ONNX RoiAlign takes float or double features")
+        if compute == TensorProto.DOUBLE and handler_util.target() == "tensorrt":
+            handler_util.refuse(
+                node,
+                "TensorRT computes double as float: cast the features to float32, "
+                'or export for target="onnxruntime"',
+            )
+        sampling_ratio = node.get_attr_value("sampling_ratio")
+        if sampling_ratio > _MAX_SAMPLING_RATIO:
+            # The kernel refuses it when built; the model would never have run.
+            handler_util.refuse(
+                node,
+                f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO}, got "
+                f"{sampling_ratio}",
+            )
         features = handler_util.nchw_input(ctx, node, 0)
         if compute != dtype:
             features = ctx.make_node("Cast", [features], attr={"to": compute}).output[0]
         boxes, batch = handler_util.split_rois(ctx, node, 1, compute)
         aligned = node.get_attr_value("aligned")
+        if aligned and sampling_ratio <= 0:
+            boxes = _sampled_boxes(ctx, node, boxes, compute)
         attr = {
             # output_half_pixel also enlarges boxes to 1x1, as aligned=False does.
             "coordinate_transformation_mode": "half_pixel"
@@ -32,7 +56,7 @@ class RoiAlign:
             "output_height": node.get_attr_value("pooled_height"),
             "output_width": node.get_attr_value("pooled_width"),
             # Written even where 0: TensorRT's parser defaults it to 1.
-            "sampling_ratio": max(node.get_attr_value("sampling_ratio"), 0),
+            "sampling_ratio": max(sampling_ratio, 0),
             "spatial_scale": node.get_attr_value("spatial_scale"),
         }
         if compute == dtype:
@@ -43,4 +67,109 @@ class RoiAlign:
         pooled = ctx.make_node("RoiAlign", [features, boxes, batch], attr=attr).output[
             0
         ]
+        handler_util.replace_with_nchw_op(ctx, node, "Cast", [pooled], {"to": dtype})
+
+
+def _sampled_boxes(ctx, node, boxes, dtype):
+    """`boxes` ([K, 4] of `dtype`, for aligned=True and an adaptive grid)
+    with [0, 0, 0, 0] in place of every box with no sampling point along an
+    axis (ceil(extent / bins) <= 0, computed as the kernels do), which the
+    kernels pool to zeros; ONNX Runtime fails on a box with points along one
+    axis and a negative count along the other.
+    """
+    np_dtype = utils.map_onnx_to_numpy_type(dtype)
+
+    make = functools.partial(handler_util.op, ctx)
+
+    def const(value):
+        return handler_util.const(ctx, value, np_dtype)
+
+    scaled = make(
+        "Sub",
+        make("Mul", boxes, const(np.float32(node.get_attr_value("spatial_scale")))),
+        const(0.5),
+    )
+    starts, ends = (
+        GraphBuilder(ctx).make_slice(
+            {"data": scaled, "starts": [start], "ends": [start + 2], "axes": [1]}
+        )
+        for start in (0, 2)
+    )
+    bins = [node.get_attr_value("pooled_width"), node.get_attr_value("pooled_height")]
+    grid = make("Ceil", make("Div", make("Sub", ends, starts), const([bins])))
+    empty = make("Not", make("Greater", grid, const(0.0)))
+    empty = make(
+        "Cast",
+        GraphBuilder(ctx).make_reduce_max(
+            {
+                "data": make("Cast", empty, to=TensorProto.INT32),
+                "axes": [1],
+                "keepdims": 1,
+            }
+        ),
+        to=TensorProto.BOOL,
+    )
+    return make("Where", empty, const(0.0), boxes)
+
+
+@handler_util.custom_op_handler("RoiPool", min_opset=16)
+class RoiPool:
+    """RoiPool -> MaxRoiPool, whose bins are the kernels' (boxes rounded half
+    away from zero in float, end pixel inside, bins clipped to the map, empty
+    bins 0, a running maximum from -FLT_MAX)."""
+
+    @classmethod
+    def version_16(cls, ctx, node, **kwargs):
+        if handler_util.target() == "tensorrt":
+            handler_util.refuse(
+                node,
+                "TensorRT's ONNX parser takes no MaxRoiPool; export for "
+                'target="onnxruntime", or use RoiAlign',
+            )
+        if ctx.find_output_consumers(node.output[1]):
+            handler_util.refuse(
+                node,
+                "argmax has no ONNX counterpart (MaxRoiPool has one output); "
+                "export a graph that uses only the pooled output",
+            )
+        dtype = ctx.get_dtype(node.output[0])
+        if dtype not in (TensorProto.FLOAT, *_WIDENED):
+            # Rounding double features to float would change the maxima.
+            handler_util.refuse(
+                node,
+                "ONNX Runtime's MaxRoiPool computes in float only: features "
+                "must be float32, float16 or bfloat16, got "
+                f"{TensorProto.DataType.Name(dtype).lower()}",
+            )
+        features = handler_util.nchw_input(ctx, node, 0)
+        if dtype != TensorProto.FLOAT:
+            features = ctx.make_node(
+                "Cast", [features], attr={"to": TensorProto.FLOAT}
+            ).output[0]
+        # The kernels skip NaNs; MaxRoiPool keeps one met last in a bin. A NaN
+        # made -inf is skipped by both, as the maximum starts at -FLT_MAX.
+        features = handler_util.op(
+            ctx,
+            "Where",
+            handler_util.op(ctx, "IsNaN", features),
+            handler_util.const(ctx, -np.inf, np.float32),
+            features,
+        )
+        # MaxRoiPool counts a box's pixels in int32 (and its bin ends, via
+        # float), which a box spanning nearly 2^31 pixels overflows: refused,
+        # where the kernels count in int64.
+        rois = handler_util.checked_rois(ctx, node, 1, max_extent=2**31 - 1024)
+        attr = {
+            "pooled_shape": [
+                node.get_attr_value("pooled_height"),
+                node.get_attr_value("pooled_width"),
+            ],
+            "spatial_scale": node.get_attr_value("spatial_scale"),
+        }
+        if dtype == TensorProto.FLOAT:
+            handler_util.replace_with_nchw_op(
+                ctx, node, "MaxRoiPool", [features, rois], attr
+            )
+            return
+        pooled = ctx.make_node("MaxRoiPool", [features, rois], attr=attr).output[0]
         handler_util.replace_with_nchw_op(ctx, node, "Cast", [pooled], {"to": dtype})
