@@ -2,3 +2,4 @@
 this package registers them all."""
 
 from tensorflow_customops.python.onnx.handlers import roi  # noqa: F401
+from tensorflow_customops.python.onnx.handlers import ps_roi  # noqa: F401

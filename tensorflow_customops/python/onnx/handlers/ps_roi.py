@@ -1,0 +1,308 @@
+"""ONNX handlers of the position-sensitive RoI ops, which have no ONNX op.
+
+Both become one ONNX RoiAlign with a 1x1 output over "sub-boxes", one per
+(box, bin): the feature map's channel groups move into the batch axis
+([N, C, H, W] -> [N * bins, C / bins, H, W], group b of image n at batch
+index n * bins + b), so each sub-box pools only its bin's group, over its
+bin's extent. That is one bin's work per output value, as in the kernels. The
+sub-box geometry is computed in the graph with the kernels' arithmetic
+(roi_ops_common.h):
+
+- PsRoiPool: the integer bins (coordinates rounded half away from zero, which
+  ONNX's Round, half to even, is not; bins clipped to [0, size - 1]) as boxes
+  [lo - 0.5, hi - 0.5] in half_pixel mode with an adaptive grid: RoiAlign then
+  samples pixel centres lo, lo + 1, ..., hi - 1 with weights exactly 1 and 0,
+  sums them in the kernel's order and divides by the area. Exact.
+- PsRoiAlign: each bin's start and size, with the adaptive grid ceil(bin
+  size) that RoiAlign recomputes from the sub-box. RoiAlign's half_pixel
+  offset puts the sub-box's edges one float rounding away from the kernel's
+  (no float sub-box reproduces an arbitrary bin start exactly), so sample
+  positions differ by a few units in the last place of the coordinates; the
+  sub-box is nudged where that would change the adaptive grid, which is exact.
+"""
+
+import numpy as np
+from onnx import TensorProto
+from tf2onnx import utils
+from tf2onnx.graph_builder import GraphBuilder
+
+from tensorflow_customops.python.onnx import handler_util
+
+_COMPUTE_DTYPES = (TensorProto.FLOAT, TensorProto.DOUBLE)
+_WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_NUMPY = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
+# The kernels' bound on scaled box coordinates (kMaxScaledCoordinate).
+_MAX_SCALED_COORDINATE = float(1 << 30)
+
+
+class _Builder:
+    """Makes the nodes of one handler's composition in ctx."""
+
+    def __init__(self, ctx, dtype):
+        self.ctx = ctx
+        self.dtype = dtype
+        self.graph = GraphBuilder(ctx)
+
+    def const(self, value, dtype=None):
+        array = np.asarray(value, dtype=dtype or _NUMPY[self.dtype])
+        return self.ctx.make_const(utils.make_name("ps_roi"), array).output[0]
+
+    def int64(self, value):
+        return self.const(value, np.int64)
+
+    def op(self, op_type, *inputs, **attr):
+        return self.ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+
+    def dims(self, tensor, start, end):
+        """Dimensions [start, end) of tensor's shape, int64. (Shape's own
+        start and end attributes would do, but tf2onnx's shape inference
+        ignores them.)"""
+        return self.graph.make_slice(
+            {"data": self.op("Shape", tensor), "starts": [start], "ends": [end]}
+        )
+
+    def column(self, tensor, index):
+        """Column `index` of a [K, M] tensor, as [K, 1]."""
+        return self.graph.make_slice(
+            {"data": tensor, "starts": [index], "ends": [index + 1], "axes": [1]}
+        )
+
+    def round_half_away(self, x):
+        """std::round: floor(|x|) + (fraction >= 0.5), with x's sign. The
+        fraction |x| - floor(|x|) is exact in floating point; floor(|x| + 0.5)
+        is not (0.49999997 + 0.5 rounds to 1)."""
+        magnitude = self.op("Abs", x)
+        whole = self.op("Floor", magnitude)
+        up = self.op(
+            "GreaterOrEqual", self.op("Sub", magnitude, whole), self.const(0.5)
+        )
+        whole = self.op("Add", whole, self.op("Cast", up, to=self.dtype))
+        return self.op("Mul", self.op("Sign", x), whole)
+
+
+def _widened(node, dtype):
+    """The dtype the composition computes in: the kernels' accumulation type."""
+    compute = TensorProto.FLOAT if dtype in _WIDENED else dtype
+    if compute not in _COMPUTE_DTYPES:
+        handler_util.refuse(node, "ONNX RoiAlign takes float or double features")
+    return compute
+
+
+def _grouped_features(b, node, bins):
+    """The features as [N * bins, C / bins, H, W]: channel c * bins + g of
+    image n (the group g that bin g pools) at batch index n * bins + g."""
+    features = node.input[0]
+    if b.ctx.get_dtype(features) != b.dtype:
+        features = b.op("Cast", features, to=b.dtype)
+    if handler_util.is_nchw(node):
+        spatial = b.dims(features, 2, 4)
+        split = b.op("Concat", b.int64([0, -1, bins]), spatial, axis=0)
+        perm = [0, 2, 1, 3, 4]
+    else:
+        split = b.int64([0, 0, 0, -1, bins])
+        perm = [0, 4, 3, 1, 2]
+    grouped = b.op("Transpose", b.op("Reshape", features, split), perm=perm)
+    merged = b.op("Concat", b.int64([-1]), b.dims(grouped, 2, 5), axis=0)
+    return b.op("Reshape", grouped, merged)
+
+
+def _box_parts(b, node, spatial_scale):
+    """Per-box columns [K, 1]: x1, y1, x2, y2 scaled by spatial_scale in the
+    compute type (as the kernels scale them), the sub-boxes' base batch index
+    (int64) and a term that is 0 for a box the kernels accept and NaN for one
+    they refuse, which makes ONNX RoiAlign refuse it too."""
+    boxes, batch = handler_util.split_rois(b.ctx, node, 1, b.dtype)
+    # The kernels scale by the float attribute, widened to double for double.
+    scaled = b.op("Mul", boxes, b.const(np.float32(spatial_scale)))
+    in_range = b.op("LessOrEqual", b.op("Abs", scaled), b.const(_MAX_SCALED_COORDINATE))
+    index = b.graph.make_slice(
+        {"data": node.input[1], "starts": [0], "ends": [1], "axes": [1]}
+    )
+    integral = b.op("Equal", b.op("Floor", index), index)
+    all_in_range = b.graph.make_reduce_min(
+        {
+            "data": b.op("Cast", in_range, to=TensorProto.INT32),
+            "axes": [1],
+            "keepdims": 1,
+        }
+    )
+    ok = b.op("And", b.op("Cast", all_in_range, to=TensorProto.BOOL), integral)
+    invalid = b.op("Where", ok, b.const([0.0]), b.const([np.nan]))
+    columns = [b.column(scaled, i) for i in range(4)]
+    batch = b.graph.make_unsqueeze({"data": batch, "axes": [1]})
+    return columns, batch, invalid
+
+
+def _pool_edges(b, start, end, bins, size):
+    """PsRoiPool's whole-pixel bins along one axis (PoolBin in
+    roi_ops_common.h, position-sensitive) as sub-box edges [K, bins]: lo and
+    hi, which half_pixel mode turns into lo - 0.5 and hi - 0.5, so that the
+    adaptive grid samples the pixel centres lo .. hi - 1, one each."""
+    start = b.op("Cast", b.round_half_away(start), to=TensorProto.INT64)
+    end = b.op("Cast", b.round_half_away(end), to=TensorProto.INT64)
+    extent = b.op("Max", b.op("Sub", end, start), b.int64([[1]]))
+    bin_size = b.op("Div", b.op("Cast", extent, to=b.dtype), b.const(float(bins)))
+    index = np.arange(bins).reshape(1, bins)
+    limit = b.op("Sub", size, b.int64([1]))
+    edges = []
+    for edge in (
+        b.op("Floor", b.op("Mul", b.const(index), bin_size)),
+        b.op("Ceil", b.op("Mul", b.const(index + 1), bin_size)),
+    ):
+        edge = b.op("Add", b.op("Cast", edge, to=TensorProto.INT64), start)
+        edge = b.op("Min", b.op("Max", edge, b.int64([[0]])), limit)
+        edges.append(b.op("Cast", edge, to=b.dtype))
+    return edges
+
+
+def _align_edges(b, start, end, bins, offset, adaptive):
+    """PsRoiAlign's bins along one axis (MakeAlignBox in roi_ops_common.h) as
+    sub-box edges [K, bins] for half_pixel mode: bin j starts at
+    start + j * bin_size and is bin_size long."""
+    half = b.const(0.5)
+    if offset:
+        start = b.op("Sub", start, half)
+        end = b.op("Sub", end, half)
+    bin_size = b.op("Div", b.op("Sub", end, start), b.const(float(bins)))
+    index = b.const(np.arange(bins).reshape(1, bins))
+    bin_start = b.op("Add", start, b.op("Mul", index, bin_size))
+    first = b.op("Add", bin_start, half)
+    last = b.op("Add", b.op("Add", bin_start, bin_size), half)
+    if not adaptive:
+        return first, last
+    # RoiAlign's grid for the sub-box is ceil of its size as it computes it;
+    # where rounding put that size across an integer from the kernel's
+    # ceil(bin_size), move the far edge a few units in the last place back.
+    grid = b.op("Ceil", bin_size)
+    size = b.op("Sub", b.op("Sub", last, half), b.op("Sub", first, half))
+    got = b.op("Ceil", size)
+    ulps = 2.0**-21 if b.dtype == TensorProto.FLOAT else 2.0**-50
+    step = b.op(
+        "Mul",
+        b.op("Max", b.op("Max", b.op("Abs", first), b.op("Abs", last)), b.const(1.0)),
+        b.const(ulps),
+    )
+    direction = b.op(
+        "Sub",
+        b.op("Cast", b.op("Less", got, grid), to=b.dtype),
+        b.op("Cast", b.op("Greater", got, grid), to=b.dtype),
+    )
+    last = b.op("Add", last, b.op("Mul", direction, step))
+    # A bin the kernel gives no samples (grid <= 0) gets an empty sub-box:
+    # a negative grid along one axis and a positive one along the other would
+    # make RoiAlign size its sample table negative.
+    return first, b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
+
+
+def _convert(ctx, node, pooled_edges):
+    """Replaces `node` by RoiAlign over sub-boxes; `pooled_edges(b, columns,
+    sizes)` gives the sub-box edges ((x1, x2), (y1, y2)), each [K, bins]."""
+    dtype = ctx.get_dtype(node.output[0])
+    b = _Builder(ctx, _widened(node, dtype))
+    bins_h = node.get_attr_value("pooled_height")
+    bins_w = node.get_attr_value("pooled_width")
+    bins = bins_h * bins_w
+    features = _grouped_features(b, node, bins)
+    columns, batch, invalid = _box_parts(b, node, node.get_attr_value("spatial_scale"))
+    sizes = (
+        b.dims(features, 3, 4),
+        b.dims(features, 2, 3),
+    )
+    (x1, x2), (y1, y2) = pooled_edges(b, columns, sizes)
+    # A box the kernels refuse gets NaN coordinates, which RoiAlign refuses.
+    x1 = b.op("Add", x1, invalid)
+    # [K, bins_h, bins_w] sub-boxes, bin (i, j) at i * bins_w + j.
+    shape = b.op("Concat", b.dims(batch, 0, 1), b.int64([bins_h, bins_w]), axis=0)
+    coords = []
+    for edge, axis in ((x1, 1), (y1, 2), (x2, 1), (y2, 2)):
+        edge = b.op(
+            "Expand", b.graph.make_unsqueeze({"data": edge, "axes": [axis]}), shape
+        )
+        coords.append(b.graph.make_unsqueeze({"data": edge, "axes": [3]}))
+    rois = b.op("Reshape", b.op("Concat", *coords, axis=3), b.int64([-1, 4]))
+    groups = b.op(
+        "Add", b.op("Mul", batch, b.int64([[bins]])), b.int64([list(range(bins))])
+    )
+    groups = b.op("Reshape", groups, b.int64([-1]))
+    sampling_ratio = 0
+    if node.type.endswith("PsRoiAlign"):
+        sampling_ratio = max(node.get_attr_value("sampling_ratio"), 0)
+    pooled = b.op(
+        "RoiAlign",
+        features,
+        rois,
+        groups,
+        coordinate_transformation_mode="half_pixel",
+        mode="avg",
+        output_height=1,
+        output_width=1,
+        # Written even where 0: TensorRT's parser defaults it to 1.
+        sampling_ratio=sampling_ratio,
+        spatial_scale=1.0,
+    )
+    # [K * bins, C', 1, 1] -> [K, bins_h, bins_w, C'], the NHWC output.
+    shape = b.op(
+        "Concat", b.int64([-1, bins_h, bins_w]), b.dims(features, 1, 2), axis=0
+    )
+    pooled = b.op("Reshape", pooled, shape)
+    steps = []
+    if handler_util.is_nchw(node):
+        steps.append(("Transpose", {"perm": [0, 3, 1, 2]}))
+    if b.dtype != dtype:
+        steps.append(("Cast", {"to": dtype}))
+    if not steps:
+        steps.append(("Identity", {}))
+    for op_type, attr in steps[:-1]:
+        pooled = b.op(op_type, pooled, **attr)
+    op_type, attr = steps[-1]
+    outputs, shapes, dtypes = (
+        list(node.output),
+        [ctx.get_shape(node.output[0])],
+        [dtype],
+    )
+    ctx.remove_node(node.name)
+    ctx.make_node(
+        op_type,
+        [pooled],
+        attr=attr,
+        name=node.name,
+        outputs=outputs,
+        shapes=shapes,
+        dtypes=dtypes,
+    )
+
+
+@handler_util.custom_op_handler("PsRoiPool", min_opset=16)
+class PsRoiPool:
+    @classmethod
+    def version_16(cls, ctx, node, **kwargs):
+        def edges(b, columns, sizes):
+            x1, y1, x2, y2 = columns
+            return (
+                _pool_edges(b, x1, x2, node.get_attr_value("pooled_width"), sizes[0]),
+                _pool_edges(b, y1, y2, node.get_attr_value("pooled_height"), sizes[1]),
+            )
+
+        _convert(ctx, node, edges)
+
+
+@handler_util.custom_op_handler("PsRoiAlign", min_opset=16)
+class PsRoiAlign:
+    @classmethod
+    def version_16(cls, ctx, node, **kwargs):
+        aligned = node.get_attr_value("aligned")
+        adaptive = node.get_attr_value("sampling_ratio") <= 0
+
+        def edges(b, columns, sizes):
+            del sizes
+            x1, y1, x2, y2 = columns
+            return (
+                _align_edges(
+                    b, x1, x2, node.get_attr_value("pooled_width"), aligned, adaptive
+                ),
+                _align_edges(
+                    b, y1, y2, node.get_attr_value("pooled_height"), aligned, adaptive
+                ),
+            )
+
+        _convert(ctx, node, edges)
