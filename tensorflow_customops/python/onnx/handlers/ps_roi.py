@@ -136,7 +136,7 @@ def _box_rows(b, node, spatial_scale):
     invalid = b.op("Where", ok, b.const([0.0]), b.const([np.nan]))
     rows = [b.row(scaled, i) for i in range(4)]
     batch = b.graph.make_unsqueeze({"data": batch, "axes": [0]})
-    return rows, batch, invalid
+    return scaled, rows, batch, invalid
 
 
 def _pool_edges(b, start, end, bins, size):
@@ -161,27 +161,103 @@ def _pool_edges(b, start, end, bins, size):
     return edges
 
 
-def _align_edges(b, start, end, bins, offset, adaptive):
+class _Axis:
+    """One axis of a bin grid: sub-box edges [bins, K] for half_pixel mode,
+    and, for PsRoiAlign, which sub-boxes RoiAlign might sample differently
+    from the kernel ([bins, K] bool) and which boxes its whole-box geometry
+    reproduces exactly ([1, K] bool)."""
+
+    def __init__(self, first, last, near_edge=None, whole_box_exact=None):
+        self.first = first
+        self.last = last
+        self.near_edge = near_edge
+        self.whole_box_exact = whole_box_exact
+
+
+def _near_drop_edges(b, bin_start, bin_size, grid, size):
+    """[bins, K] bool: whether a sample of the bin, as the kernel places it,
+    lies within a few units in the last place of -1 or `size`, where
+    bilinear sampling drops samples beyond (Bilinear in roi_ops_common.h).
+
+    There the sub-box's samples, which sit a few units in the last place from
+    the kernel's, may fall on the other side. Positions are monotonic in the
+    sample index, so only the samples next to each edge are checked: an
+    estimate of the crossing and its neighbours, at the kernel's exact
+    positions."""
+    limit = b.op("Sub", grid, b.const(1.0))
+    scale = b.op(
+        "Add",
+        b.op("Add", b.op("Abs", bin_start), b.op("Abs", bin_size)),
+        b.op("Add", size, b.const(2.0)),
+    )
+    margin = b.op(
+        "Mul", scale, b.const(2.0**-18 if b.dtype == TensorProto.FLOAT else 2.0**-47)
+    )
+    offsets = b.const(np.array([-1.0, 0.0, 1.0]).reshape(3, 1, 1))
+    near = []
+    for edge in (b.const(-1.0), size):
+        estimate = b.op(
+            "Sub",
+            b.op("Div", b.op("Mul", b.op("Sub", edge, bin_start), grid), bin_size),
+            b.const(0.5),
+        )
+        # NaN and infinities (bin_size 0) become 0, then the range of samples.
+        estimate = b.op(
+            "Where",
+            b.op("LessOrEqual", b.op("Abs", estimate), b.const(_MAX_SCALED_COORDINATE)),
+            estimate,
+            b.const(0.0),
+        )
+        index = b.op("Add", b.op("Floor", estimate), offsets)
+        index = b.op("Max", b.op("Min", index, limit), b.const(0.0))
+        # The kernel's SamplePoint: start + (i + .5) * bin_size / grid.
+        step = b.op(
+            "Div", b.op("Mul", b.op("Add", index, b.const(0.5)), bin_size), grid
+        )
+        position = b.op("Add", bin_start, step)
+        close = b.op("LessOrEqual", b.op("Abs", b.op("Sub", position, edge)), margin)
+        close = b.graph.make_reduce_max(
+            {
+                "data": b.op("Cast", close, to=TensorProto.INT32),
+                "axes": [0],
+                "keepdims": 0,
+            }
+        )
+        near.append(b.op("Cast", close, to=TensorProto.BOOL))
+    sampled = b.op("Greater", grid, b.const(0.0))
+    return b.op("And", b.op("Or", *near), sampled)
+
+
+def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
     """PsRoiAlign's bins along one axis (MakeAlignBox in roi_ops_common.h) as
-    sub-box edges [bins, K] for half_pixel mode: bin j starts at
-    start + j * bin_size and is bin_size long."""
+    sub-boxes for half_pixel mode: bin j starts at start + j * bin_size and is
+    bin_size long."""
     half = b.const(0.5)
     if offset:
         start = b.op("Sub", start, half)
         end = b.op("Sub", end, half)
-    bin_size = b.op("Div", b.op("Sub", end, start), b.const(float(bins)))
+    extent = b.op("Sub", end, start)
+    bin_size = b.op("Div", extent, b.const(float(bins)))
     index = b.const(np.arange(bins).reshape(bins, 1))
     bin_start = b.op("Add", start, b.op("Mul", index, bin_size))
     first = b.op("Add", bin_start, half)
     last = b.op("Add", b.op("Add", bin_start, bin_size), half)
-    if not adaptive:
-        return first, last
+    size = b.op("Cast", size, to=b.dtype)
+    # RoiAlign's whole-box geometry is the kernel's, except that
+    # output_half_pixel (aligned=False) enlarges boxes to 1 pixel.
+    whole_box_exact = None
+    if not offset:
+        whole_box_exact = b.op("GreaterOrEqual", extent, b.const(1.0))
+    if sampling_ratio > 0:
+        grid = b.const(float(sampling_ratio))
+        near = _near_drop_edges(b, bin_start, bin_size, grid, size)
+        return _Axis(first, last, near, whole_box_exact)
     # RoiAlign's grid for the sub-box is the ceiling of its size as it
     # computes it; where rounding put that size across an integer from the
     # kernel's ceil(bin_size), move the far edge a few units in the last place.
     grid = b.op("Ceil", bin_size)
-    size = b.op("Sub", b.op("Sub", last, half), b.op("Sub", first, half))
-    got = b.op("Ceil", size)
+    near = _near_drop_edges(b, bin_start, bin_size, grid, size)
+    got = b.op("Ceil", b.op("Sub", b.op("Sub", last, half), b.op("Sub", first, half)))
     ulps = 2.0**-21 if b.dtype == TensorProto.FLOAT else 2.0**-50
     step = b.op(
         "Mul",
@@ -197,32 +273,82 @@ def _align_edges(b, start, end, bins, offset, adaptive):
     # A bin the kernel gives no samples (grid <= 0) gets an empty sub-box:
     # a negative grid along one axis and a positive one along the other would
     # make RoiAlign size its sample table negative.
-    return first, b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
+    last = b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
+    return _Axis(first, last, near, whole_box_exact)
 
 
-def _convert(ctx, node, edges_of):
-    """Replaces `node` by RoiAlign over sub-boxes; `edges_of(b, rows, sizes)`
-    gives the sub-box edges ((x1, x2), (y1, y2)), each [bins along the axis,
-    K], from the box rows and the map's (width, height)."""
+def _whole_box_bins(b, node, pooled, features, scaled, batch, near, exact, attr):
+    """`pooled` ([bins * K, C']) with the rows where `near` ([bins * K] bool)
+    recomputed exactly: RoiAlign over the whole box, whose geometry is the
+    kernel's, on the bin's channel group, keeping that bin. Such rows are
+    rare (see _near_drop_edges), and this costs a box's bins per row."""
+    bins_h = node.get_attr_value("pooled_height")
+    bins_w = node.get_attr_value("pooled_width")
+    bins = bins_h * bins_w
+    if exact is not None:
+        near = b.op("And", near, exact)
+    rows = b.op("Reshape", b.op("NonZero", near), b.int64([-1]))
+    count = b.dims(batch, 1, 2)
+    bin_index = b.op("Div", rows, count)
+    box = b.op("Mod", rows, count)
+    rois = b.op("Gather", scaled, box, axis=0)
+    groups = b.op(
+        "Add",
+        b.op(
+            "Mul",
+            b.op("Gather", b.op("Reshape", batch, b.int64([-1])), box),
+            b.int64([bins]),
+        ),
+        bin_index,
+    )
+    attr = dict(attr, output_height=bins_h, output_width=bins_w)
+    if exact is not None:
+        attr["coordinate_transformation_mode"] = "output_half_pixel"
+    whole = b.op("RoiAlign", features, rois, groups, **attr)
+    # [F, C', bins_h, bins_w] -> [F, C', bins] -> bin `bin_index` of each.
+    whole = b.op("Reshape", whole, b.int64([0, 0, bins]))
+    picked = b.graph.make_unsqueeze(
+        {"data": b.graph.make_unsqueeze({"data": bin_index, "axes": [1]}), "axes": [2]}
+    )
+    picked = b.op(
+        "Expand", picked, b.op("Concat", b.dims(whole, 0, 2), b.int64([1]), axis=0)
+    )
+    whole = b.graph.make_squeeze(
+        {"data": b.op("GatherElements", whole, picked, axis=2), "axes": [2]}
+    )
+    return b.op(
+        "ScatterND", pooled, b.graph.make_unsqueeze({"data": rows, "axes": [1]}), whole
+    )
+
+
+def _convert(ctx, node, axes_of):
+    """Replaces `node` by RoiAlign over sub-boxes; `axes_of(b, rows, sizes)`
+    gives the _Axis of x and y from the box rows and the map's (width,
+    height)."""
     dtype = ctx.get_dtype(node.output[0])
     b = _Builder(ctx, _widened(node, dtype))
     bins_h = node.get_attr_value("pooled_height")
     bins_w = node.get_attr_value("pooled_width")
     bins = bins_h * bins_w
     features = _grouped_features(b, node, bins)
-    rows, batch, invalid = _box_rows(b, node, node.get_attr_value("spatial_scale"))
+    scale = node.get_attr_value("spatial_scale")
+    scaled, rows, batch, invalid = _box_rows(b, node, scale)
     sizes = (b.dims(features, 3, 4), b.dims(features, 2, 3))
-    (x1, x2), (y1, y2) = edges_of(b, rows, sizes)
+    x, y = axes_of(b, rows, sizes)
     # A box the kernels refuse gets NaN coordinates, which RoiAlign refuses.
-    x1 = b.op("Add", x1, invalid)
+    x.first = b.op("Add", x.first, invalid)
     # Sub-boxes [bins_h, bins_w, K]: bin (i, j) of box k at (i * bins_w + j) * K + k.
     shape = b.op("Concat", b.int64([bins_h, bins_w]), b.dims(batch, 1, 2), axis=0)
-    coords = []
-    for edge, axis in ((x1, 0), (y1, 1), (x2, 0), (y2, 1)):
-        edge = b.op(
-            "Expand", b.graph.make_unsqueeze({"data": edge, "axes": [axis]}), shape
+
+    def spread(t, axis):
+        return b.op(
+            "Expand", b.graph.make_unsqueeze({"data": t, "axes": [axis]}), shape
         )
-        coords.append(b.graph.make_unsqueeze({"data": edge, "axes": [3]}))
+
+    coords = [
+        b.graph.make_unsqueeze({"data": spread(edge, axis), "axes": [3]})
+        for edge, axis in ((x.first, 0), (y.first, 1), (x.last, 0), (y.last, 1))
+    ]
     rois = b.op("Reshape", b.op("Concat", *coords, axis=3), b.int64([-1, 4]))
     groups = b.op(
         "Add",
@@ -233,37 +359,51 @@ def _convert(ctx, node, edges_of):
     sampling_ratio = 0
     if node.type.endswith("PsRoiAlign"):
         sampling_ratio = max(node.get_attr_value("sampling_ratio"), 0)
-    pooled = b.op(
-        "RoiAlign",
-        features,
-        rois,
-        groups,
-        coordinate_transformation_mode="half_pixel",
-        mode="avg",
-        output_height=1,
-        output_width=1,
+    attr = {
+        "coordinate_transformation_mode": "half_pixel",
+        "mode": "avg",
+        "output_height": 1,
+        "output_width": 1,
         # Written even where 0: TensorRT's parser defaults it to 1.
-        sampling_ratio=sampling_ratio,
-        spatial_scale=1.0,
-    )
-    # [bins * K, C', 1, 1] -> [bins_h, bins_w, K, C'] -> the output's layout.
-    shape = b.op(
-        "Concat", b.int64([bins_h, bins_w, -1]), b.dims(features, 1, 2), axis=0
-    )
+        "sampling_ratio": sampling_ratio,
+        "spatial_scale": 1.0,
+    }
+    pooled = b.op("RoiAlign", features, rois, groups, **attr)
+    channels = b.dims(features, 1, 2)
+    pooled = b.op("Reshape", pooled, b.op("Concat", b.int64([-1]), channels, axis=0))
+    if x.near_edge is not None:
+        near = b.op(
+            "Reshape",
+            b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1)),
+            b.int64([-1]),
+        )
+        exact = None
+        if x.whole_box_exact is not None:
+            exact = b.op(
+                "Reshape",
+                b.op("And", spread(x.whole_box_exact, 0), spread(y.whole_box_exact, 1)),
+                b.int64([-1]),
+            )
+        whole_rois = b.op("Transpose", b.op("Concat", *rows, axis=0), perm=[1, 0])
+        pooled = _whole_box_bins(
+            b, node, pooled, features, whole_rois, batch, near, exact, attr
+        )
+    # [bins * K, C'] -> [bins_h, bins_w, K, C'] -> the output's layout.
+    shape = b.op("Concat", b.int64([bins_h, bins_w, -1]), channels, axis=0)
     pooled = b.op("Reshape", pooled, shape)
     perm = [2, 3, 0, 1] if handler_util.is_nchw(node) else [2, 0, 1, 3]
     steps = [("Transpose", {"perm": perm})]
     if b.dtype != dtype:
         steps.append(("Cast", {"to": dtype}))
-    for op_type, attr in steps[:-1]:
-        pooled = b.op(op_type, pooled, **attr)
-    op_type, attr = steps[-1]
+    for op_type, step_attr in steps[:-1]:
+        pooled = b.op(op_type, pooled, **step_attr)
+    op_type, step_attr = steps[-1]
     outputs, shapes = list(node.output), [ctx.get_shape(node.output[0])]
     ctx.remove_node(node.name)
     ctx.make_node(
         op_type,
         [pooled],
-        attr=attr,
+        attr=step_attr,
         name=node.name,
         outputs=outputs,
         shapes=shapes,
@@ -275,14 +415,22 @@ def _convert(ctx, node, edges_of):
 class PsRoiPool:
     @classmethod
     def version_16(cls, ctx, node, **kwargs):
-        def edges(b, rows, sizes):
+        def axes(b, rows, sizes):
             x1, y1, x2, y2 = rows
             return (
-                _pool_edges(b, x1, x2, node.get_attr_value("pooled_width"), sizes[0]),
-                _pool_edges(b, y1, y2, node.get_attr_value("pooled_height"), sizes[1]),
+                _Axis(
+                    *_pool_edges(
+                        b, x1, x2, node.get_attr_value("pooled_width"), sizes[0]
+                    )
+                ),
+                _Axis(
+                    *_pool_edges(
+                        b, y1, y2, node.get_attr_value("pooled_height"), sizes[1]
+                    )
+                ),
             )
 
-        _convert(ctx, node, edges)
+        _convert(ctx, node, axes)
 
 
 @handler_util.custom_op_handler("PsRoiAlign", min_opset=16)
@@ -290,16 +438,15 @@ class PsRoiAlign:
     @classmethod
     def version_16(cls, ctx, node, **kwargs):
         aligned = node.get_attr_value("aligned")
-        adaptive = node.get_attr_value("sampling_ratio") <= 0
+        sampling_ratio = node.get_attr_value("sampling_ratio")
 
-        def edges(b, rows, sizes):
-            del sizes
+        def axes(b, rows, sizes):
             x1, y1, x2, y2 = rows
             width = node.get_attr_value("pooled_width")
             height = node.get_attr_value("pooled_height")
             return (
-                _align_edges(b, x1, x2, width, aligned, adaptive),
-                _align_edges(b, y1, y2, height, aligned, adaptive),
+                _align_axis(b, x1, x2, width, aligned, sampling_ratio, sizes[0]),
+                _align_axis(b, y1, y2, height, aligned, sampling_ratio, sizes[1]),
             )
 
-        _convert(ctx, node, edges)
+        _convert(ctx, node, axes)
