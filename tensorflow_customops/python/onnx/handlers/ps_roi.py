@@ -30,7 +30,6 @@ from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
 
-_COMPUTE_DTYPES = (TensorProto.FLOAT, TensorProto.DOUBLE)
 _WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _NUMPY = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
 # The kernels' bound on scaled box coordinates (kMaxScaledCoordinate).
@@ -82,12 +81,15 @@ class _Builder:
         return self.op("Mul", self.op("Sign", x), whole)
 
 
-def _widened(node, dtype):
-    """The dtype the composition computes in: the kernels' accumulation type."""
-    compute = TensorProto.FLOAT if dtype in _WIDENED else dtype
-    if compute not in _COMPUTE_DTYPES:
-        handler_util.refuse(node, "ONNX RoiAlign takes float or double features")
-    return compute
+def _compute_dtype(node, dtype):
+    """The dtype the composition computes in: the kernels' accumulation type.
+    TensorRT computes double as float, which moves the sub-boxes' edges by
+    more than the composition allows for."""
+    if dtype == TensorProto.DOUBLE and handler_util.target() == "tensorrt":
+        handler_util.refuse(
+            node, "TensorRT computes double as float; export float32 features"
+        )
+    return TensorProto.FLOAT if dtype in _WIDENED else dtype
 
 
 def _grouped_features(b, node, bins):
@@ -112,8 +114,8 @@ def _grouped_features(b, node, bins):
 def _box_rows(b, node, spatial_scale):
     """Per-box rows [1, K]: x1, y1, x2, y2 scaled by spatial_scale in the
     compute type (as the kernels scale them), the batch index (int64) and a
-    term that is 0 for a box the kernels accept and NaN for one they refuse,
-    which makes RoiAlign refuse it too."""
+    term that is 0 for a box the kernels accept and NaN for one they refuse
+    (already added to x1), which makes RoiAlign refuse it too."""
     boxes, batch = handler_util.split_rois(b.ctx, node, 1, b.dtype)
     # The kernels scale by the float attribute, widened to double for double.
     scaled = b.op(
@@ -135,8 +137,9 @@ def _box_rows(b, node, spatial_scale):
     ok = b.op("And", b.op("Cast", in_range, to=TensorProto.BOOL), integral)
     invalid = b.op("Where", ok, b.const([0.0]), b.const([np.nan]))
     rows = [b.row(scaled, i) for i in range(4)]
+    rows[0] = b.op("Add", rows[0], invalid)
     batch = b.graph.make_unsqueeze({"data": batch, "axes": [0]})
-    return scaled, rows, batch, invalid
+    return rows, batch, invalid
 
 
 def _pool_edges(b, start, end, bins, size):
@@ -288,7 +291,8 @@ def _whole_box_bins(b, node, pooled, features, scaled, batch, near, exact, attr)
     if exact is not None:
         near = b.op("And", near, exact)
     rows = b.op("Reshape", b.op("NonZero", near), b.int64([-1]))
-    count = b.dims(batch, 1, 2)
+    # At least 1: ONNX Runtime refuses a zero divisor even with no rows.
+    count = b.op("Max", b.dims(batch, 1, 2), b.int64([1]))
     bin_index = b.op("Div", rows, count)
     box = b.op("Mod", rows, count)
     rois = b.op("Gather", scaled, box, axis=0)
@@ -326,16 +330,17 @@ def _convert(ctx, node, axes_of):
     gives the _Axis of x and y from the box rows and the map's (width,
     height)."""
     dtype = ctx.get_dtype(node.output[0])
-    b = _Builder(ctx, _widened(node, dtype))
+    b = _Builder(ctx, _compute_dtype(node, dtype))
     bins_h = node.get_attr_value("pooled_height")
     bins_w = node.get_attr_value("pooled_width")
     bins = bins_h * bins_w
     features = _grouped_features(b, node, bins)
     scale = node.get_attr_value("spatial_scale")
-    scaled, rows, batch, invalid = _box_rows(b, node, scale)
+    rows, batch, invalid = _box_rows(b, node, scale)
     sizes = (b.dims(features, 3, 4), b.dims(features, 2, 3))
     x, y = axes_of(b, rows, sizes)
-    # A box the kernels refuse gets NaN coordinates, which RoiAlign refuses.
+    # A box the kernels refuse has NaN coordinates, which RoiAlign refuses;
+    # whole-pixel bins would round them away.
     x.first = b.op("Add", x.first, invalid)
     # Sub-boxes [bins_h, bins_w, K]: bin (i, j) of box k at (i * bins_w + j) * K + k.
     shape = b.op("Concat", b.int64([bins_h, bins_w]), b.dims(batch, 1, 2), axis=0)
