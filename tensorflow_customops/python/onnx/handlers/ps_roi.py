@@ -17,10 +17,15 @@ sub-box geometry is computed in the graph with the kernels' arithmetic
   sums them in the kernel's order and divides by the area. Exact.
 - PsRoiAlign: each bin's start and size, with the adaptive grid ceil(bin
   size) that RoiAlign recomputes from the sub-box. RoiAlign's half_pixel
-  offset puts the sub-box's edges one float rounding away from the kernel's
-  (no float sub-box reproduces an arbitrary bin start exactly), so sample
-  positions differ by a few units in the last place of the coordinates; the
-  sub-box is nudged where that would change the adaptive grid, which is exact.
+  offset puts the sub-box's edges a float rounding away from the kernel's (no
+  float sub-box reproduces an arbitrary bin start and size exactly), so sample
+  positions differ by a few units in the last place of the coordinates, and
+  the outputs by as much times the features' slope. Two places are not
+  continuous and are made exact: the adaptive grid (the sub-box is nudged
+  where rounding would change it), and the map's drop edges (samples beyond
+  -1 or the map's size count as 0): a sub-box with a sample within rounding
+  of them is recomputed by RoiAlign over its whole box, whose geometry is the
+  kernel's, keeping its bin (rare; a box's bins of work each).
 """
 
 import numpy as np
