@@ -169,6 +169,29 @@ class PsRoiOnnxTest(tf.test.TestCase):
                     aligned=aligned,
                 )
 
+    def testUnknownMapShape(self):
+        # Height, width and channels known only at run time: the composition
+        # reads them from the features' shape.
+        signature = [
+            tf.TensorSpec([None, None, None, None], tf.float32),
+            tf.TensorSpec([None, 5], tf.float32),
+        ]
+        rng = np.random.default_rng(6)
+        for op in [_ops.custom_ops_ps_roi_pool, _ops.custom_ops_ps_roi_align]:
+            fn = tf.function(
+                lambda x, r, op=op: op(x, r, pooled_height=2, pooled_width=3),
+                input_signature=signature,
+            )
+            model = export.export(fn, signature)
+            for shape in [(1, 5, 9, 6), (2, 12, 7, 18)]:
+                with self.subTest(op=op.__name__, shape=shape):
+                    features = _features(rng, shape, False, np.float32)
+                    rois = _boxes(rng, shape[0], shape[1], shape[2], 1.0, np.float32)
+                    got = onnx_test_util.run(model, [features, rois])[0]
+                    np.testing.assert_allclose(
+                        got, fn(features, rois).numpy(), rtol=0, atol=1e-4
+                    )
+
     def testHalfAndBfloat16ComputeInFloat(self):
         rng = np.random.default_rng(3)
         rois = _boxes(rng, 2, 9, 10, 0.5, np.float32)
