@@ -1,5 +1,7 @@
 """tf2onnx handlers of the custom ops, one module per op family; importing
 this package registers them all."""
 
-from tensorflow_customops.python.onnx.handlers import roi  # noqa: F401
-from tensorflow_customops.python.onnx.handlers import ps_roi  # noqa: F401
+from tensorflow_customops.python.onnx.handlers import (
+    ps_roi,  # noqa: F401
+    roi,  # noqa: F401
+)
