@@ -7,10 +7,10 @@ example's model, at 1 and 2 intra-op threads.
 Each thread count runs in its own Python process, because TensorFlow fixes its
 thread pools when the first op runs; inter-op threads are 1 in both runtimes.
 TensorFlow runs the tf.function that was exported (features NHWC, the ops'
-default layout), ONNX Runtime the exported model, on the same inputs; calls
-alternate, one each per round, and each one's median is reported with ONNX
-Runtime's time over TensorFlow's (below 1: ONNX Runtime is faster) and the
-largest difference between their outputs. A case whose export fails (an op
+default layout, unless the case says NCHW), ONNX Runtime the exported model,
+on the same inputs; calls alternate, one each per round, and each one's
+median is reported with ONNX Runtime's time over TensorFlow's (below 1: ONNX
+Runtime is faster) and the largest difference between their outputs. A case whose export fails (an op
 without a handler, say) is skipped with the reason printed.
 """
 
@@ -35,20 +35,30 @@ def _rois(rng, n, size, k):
     ).astype(np.float32)
 
 
-def _roi_case(op, channels, quick, **attrs):
-    """A RoI op on [N, H, W, C] features and K boxes, 7 x 7 bins."""
+def _roi_case(op, channels, quick, data_format="NHWC", **attrs):
+    """A RoI op on [N, H, W, C] (or NCHW) features and K boxes, 7 x 7 bins."""
 
     def make(tf, tfco, rng):
         n, size, k = (1, 16, 16) if quick else (2, 64, 512)
-        features = rng.normal(size=(n, size, size, channels)).astype(np.float32)
+        shape = [size, size, channels]
+        if data_format == "NCHW":
+            shape = [channels, size, size]
+        features = rng.normal(size=(n, *shape)).astype(np.float32)
         rois = _rois(rng, n, size, k)
 
         def fn(x, r):
-            out = getattr(tfco, op)(x, r, 7, spatial_scale=_SPATIAL_SCALE, **attrs)
+            out = getattr(tfco, op)(
+                x,
+                r,
+                7,
+                spatial_scale=_SPATIAL_SCALE,
+                data_format=data_format,
+                **attrs,
+            )
             return out[0] if isinstance(out, tuple) else out
 
         signature = [
-            tf.TensorSpec([None, size, size, channels], tf.float32),
+            tf.TensorSpec([None, *shape], tf.float32),
             tf.TensorSpec([None, 5], tf.float32),
         ]
         return fn, signature, [features, rois], f"N={n} {size}x{size}x{channels} K={k}"
@@ -130,6 +140,8 @@ def _cases(quick):
         "PsRoiAlign": _roi_case("ps_roi_align", ps, quick),
         "PsRoiAlign sr=2": _roi_case("ps_roi_align", ps, quick, sampling_ratio=2),
         "PsRoiPool": _roi_case("ps_roi_pool", ps, quick),
+        "PsRoiAlign NCHW": _roi_case("ps_roi_align", ps, quick, "NCHW"),
+        "PsRoiPool NCHW": _roi_case("ps_roi_pool", ps, quick, "NCHW"),
         "DeformableConv2d": _deform_conv_case(quick),
         "MatrixMul": _matrix_mul_case(quick),
         "two-stage detector": _detector_case(quick),
