@@ -10,8 +10,9 @@ TensorFlow runs the tf.function that was exported (features NHWC, the ops'
 default layout, unless the case says NCHW), ONNX Runtime the exported model,
 on the same inputs; calls alternate, one each per round, and each one's
 median is reported with ONNX Runtime's time over TensorFlow's (below 1: ONNX
-Runtime is faster) and the largest difference between their outputs. A case whose export fails (an op
-without a handler, say) is skipped with the reason printed.
+Runtime is faster) and the largest difference between their outputs. A case
+whose export fails (an op without a handler, say) is skipped with the reason
+printed.
 """
 
 import argparse
