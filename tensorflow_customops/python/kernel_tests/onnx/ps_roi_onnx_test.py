@@ -131,15 +131,13 @@ class PsRoiOnnxTest(tf.test.TestCase):
                 )
 
     def testPsRoiAlignWithinStatedTolerance(self):
-        def within_tolerance(dtype):
+        def within_tolerance(dtype, nchw, scale):
             def check(expected, got, features, rois):
                 # Sample positions a few units in the last place of the
                 # coordinates apart; bilinear weights move by as much, times
                 # the features' range.
-                magnitude = max(
-                    np.abs(rois[:, 1:]).max(initial=0) * scale,
-                    *features.shape[1:],
-                )
+                spatial = features.shape[2:] if nchw else features.shape[1:3]
+                magnitude = max(np.abs(rois[:, 1:]).max(initial=0) * scale, *spatial)
                 bound = 32 * _EPSILON[dtype] * magnitude * np.abs(features).max()
                 np.testing.assert_allclose(got, expected, rtol=0, atol=bound)
 
@@ -161,7 +159,7 @@ class PsRoiOnnxTest(tf.test.TestCase):
                     nchw,
                     dtype,
                     boxes_dtype,
-                    within_tolerance(dtype),
+                    within_tolerance(dtype, nchw, scale),
                     pooled_height=7,
                     pooled_width=3,
                     spatial_scale=scale,
