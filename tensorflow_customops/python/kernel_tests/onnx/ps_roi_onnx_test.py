@@ -55,9 +55,21 @@ def _boxes(rng, batch, height, width, scale, dtype):
     extent = rng.integers(1, 3, (count, 2)) * 3 * wobble
     start = rng.uniform(0, 1, (count, 2)) * size[:2]
     whole_pixels = np.concatenate([start, start + extent], 1)
+    # Half a pixel thin on one axis, on .5 across the map on the other.
+    thin = halves.copy()
+    thin[: count // 2, 2] = thin[: count // 2, 0] + 0.5 / scale
+    thin[count // 2 :, 3] = thin[count // 2 :, 1] + 0.5 / scale
+    # Half a pixel wide, from 2 above the map's bottom edge to 2 below it:
+    # with 7 bins, a sample of bin 3 lies on the edge.
+    column = rng.integers(0, width, (count // 4, 1)) + 0.5
+    edge = np.concatenate(
+        [column, column * 0 + height - 2, column + 0.5, column * 0 + height + 2], 1
+    )
     parts = [
         rows(uniform),
         rows(halves),
+        rows(thin),
+        rows(edge / scale),
         rows(sub_pixel / scale),
         rows(whole_pixels / scale),
         registry_boxes.edge_cases(rng, batch, height, width, scale),
@@ -155,7 +167,7 @@ class PsRoiOnnxTest(tf.test.TestCase):
             ):
                 self._compare(
                     _ops.custom_ops_ps_roi_align,
-                    (2, 13, 11, 3 * 7 * 3),
+                    (2, 21, 11, 3 * 7 * 3),
                     nchw,
                     dtype,
                     boxes_dtype,

@@ -25,7 +25,11 @@ sub-box geometry is computed in the graph with the kernels' arithmetic
   where rounding would change it), and the map's drop edges (samples beyond
   -1 or the map's size count as 0): a sub-box with a sample within rounding
   of them is recomputed by RoiAlign over its whole box, whose geometry is the
-  kernel's, keeping its bin (rare; a box's bins of work each).
+  kernel's, keeping its bin (rare; a box's bins of work each). With
+  aligned=False that takes output_half_pixel mode for boxes of a pixel or
+  more, and half_pixel with coordinates shifted by 0.5 where the shift is
+  exact; a box that is neither (under a pixel, with coordinates too fine for
+  the shift) keeps its sub-box result.
 """
 
 import numpy as np
@@ -170,16 +174,22 @@ def _pool_edges(b, start, end, bins, size):
 
 
 class _Axis:
-    """One axis of a bin grid: sub-box edges [bins, K] for half_pixel mode,
-    and, for PsRoiAlign, which sub-boxes RoiAlign might sample differently
-    from the kernel ([bins, K] bool) and which boxes its whole-box geometry
-    reproduces exactly ([1, K] bool)."""
+    """One axis of a bin grid: sub-box edges [bins, K] for half_pixel mode;
+    for PsRoiAlign, which sub-boxes RoiAlign might sample differently from the
+    kernel ([bins, K] bool), and for PsRoiAlign with aligned=False, where
+    RoiAlign reproduces the kernel's whole-box geometry along the axis ([1, K]
+    bool): in output_half_pixel mode (`at_least_one`: it enlarges boxes to 1
+    pixel), in half_pixel mode with coordinates shifted by 0.5
+    (`shift_undone`: its -0.5 restores them exactly)."""
 
-    def __init__(self, first, last, near_edge=None, whole_box_exact=None):
+    def __init__(
+        self, first, last, near_edge=None, at_least_one=None, shift_undone=None
+    ):
         self.first = first
         self.last = last
         self.near_edge = near_edge
-        self.whole_box_exact = whole_box_exact
+        self.at_least_one = at_least_one
+        self.shift_undone = shift_undone
 
 
 def _near_drop_edges(b, bin_start, bin_size, grid, size):
@@ -251,15 +261,21 @@ def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
     first = b.op("Add", bin_start, half)
     last = b.op("Add", b.op("Add", bin_start, bin_size), half)
     size = b.op("Cast", size, to=b.dtype)
-    # RoiAlign's whole-box geometry is the kernel's, except that
-    # output_half_pixel (aligned=False) enlarges boxes to 1 pixel.
-    whole_box_exact = None
+    exactness = {}
     if not offset:
-        whole_box_exact = b.op("GreaterOrEqual", extent, b.const(1.0))
+
+        def undone(coordinate):
+            shifted = b.op("Sub", b.op("Add", coordinate, half), half)
+            return b.op("Equal", shifted, coordinate)
+
+        exactness = {
+            "at_least_one": b.op("GreaterOrEqual", extent, b.const(1.0)),
+            "shift_undone": b.op("And", undone(start), undone(end)),
+        }
     if sampling_ratio > 0:
         grid = b.const(float(sampling_ratio))
         near = _near_drop_edges(b, bin_start, bin_size, grid, size)
-        return _Axis(first, last, near, whole_box_exact)
+        return _Axis(first, last, near, **exactness)
     # RoiAlign's grid for the sub-box is the ceiling of its size as it
     # computes it; where rounding put that size across an integer from the
     # kernel's ceil(bin_size), move the far edge a few units in the last place.
@@ -282,25 +298,24 @@ def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
     # a negative grid along one axis and a positive one along the other would
     # make RoiAlign size its sample table negative.
     last = b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
-    return _Axis(first, last, near, whole_box_exact)
+    return _Axis(first, last, near, **exactness)
 
 
-def _whole_box_bins(b, node, pooled, features, scaled, batch, near, exact, attr):
-    """`pooled` ([bins * K, C']) with the rows where `near` ([bins * K] bool)
-    recomputed exactly: RoiAlign over the whole box, whose geometry is the
-    kernel's, on the bin's channel group, keeping that bin. Such rows are
-    rare (see _near_drop_edges), and this costs a box's bins per row."""
+def _whole_box_bins(b, node, pooled, features, boxes, batch, redo, mode, attr):
+    """`pooled` ([bins * K, C']) with the rows where `redo` ([bins * K] bool)
+    recomputed exactly: RoiAlign in `mode` over the whole box (`boxes`,
+    [K, 4]), whose geometry is then the kernel's, on the bin's channel group,
+    keeping that bin. Such rows are rare (see _near_drop_edges), and this
+    costs a box's bins per row."""
     bins_h = node.get_attr_value("pooled_height")
     bins_w = node.get_attr_value("pooled_width")
     bins = bins_h * bins_w
-    if exact is not None:
-        near = b.op("And", near, exact)
-    rows = b.op("Reshape", b.op("NonZero", near), b.int64([-1]))
+    rows = b.op("Reshape", b.op("NonZero", redo), b.int64([-1]))
     # At least 1: ONNX Runtime refuses a zero divisor even with no rows.
     count = b.op("Max", b.dims(batch, 1, 2), b.int64([1]))
     bin_index = b.op("Div", rows, count)
     box = b.op("Mod", rows, count)
-    rois = b.op("Gather", scaled, box, axis=0)
+    rois = b.op("Gather", boxes, box, axis=0)
     groups = b.op(
         "Add",
         b.op(
@@ -310,9 +325,12 @@ def _whole_box_bins(b, node, pooled, features, scaled, batch, near, exact, attr)
         ),
         bin_index,
     )
-    attr = dict(attr, output_height=bins_h, output_width=bins_w)
-    if exact is not None:
-        attr["coordinate_transformation_mode"] = "output_half_pixel"
+    attr = dict(
+        attr,
+        output_height=bins_h,
+        output_width=bins_w,
+        coordinate_transformation_mode=mode,
+    )
     whole = b.op("RoiAlign", features, rois, groups, **attr)
     # [F, C', bins_h, bins_w] -> [F, C', bins] -> bin `bin_index` of each.
     whole = b.op("Reshape", whole, b.int64([0, 0, bins]))
@@ -387,17 +405,25 @@ def _convert(ctx, node, axes_of):
             b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1)),
             b.int64([-1]),
         )
-        exact = None
-        if x.whole_box_exact is not None:
-            exact = b.op(
-                "Reshape",
-                b.op("And", spread(x.whole_box_exact, 0), spread(y.whole_box_exact, 1)),
-                b.int64([-1]),
+        boxes = b.op("Transpose", b.op("Concat", *rows, axis=0), perm=[1, 0])
+        routes = [("half_pixel", None, None)]
+        if x.at_least_one is not None:
+
+            def both(name):
+                holds = b.op(
+                    "And", spread(getattr(x, name), 0), spread(getattr(y, name), 1)
+                )
+                return b.op("Reshape", holds, b.int64([-1]))
+
+            large = both("at_least_one")
+            shifted = b.op("And", both("shift_undone"), b.op("Not", large))
+            routes = [("output_half_pixel", large, None), ("half_pixel", shifted, 0.5)]
+        for mode, holds, shift in routes:
+            redo = near if holds is None else b.op("And", near, holds)
+            whole = b.op("Add", boxes, b.const(shift)) if shift else boxes
+            pooled = _whole_box_bins(
+                b, node, pooled, features, whole, batch, redo, mode, attr
             )
-        whole_rois = b.op("Transpose", b.op("Concat", *rows, axis=0), perm=[1, 0])
-        pooled = _whole_box_bins(
-            b, node, pooled, features, whole_rois, batch, near, exact, attr
-        )
     # [bins * K, C'] -> [bins_h, bins_w, K, C'] -> the output's layout.
     shape = b.op("Concat", b.int64([bins_h, bins_w, -1]), channels, axis=0)
     pooled = b.op("Reshape", pooled, shape)
