@@ -59,12 +59,12 @@ def _boxes(rng, batch, height, width, scale, dtype):
     thin = halves.copy()
     thin[: count // 2, 2] = thin[: count // 2, 0] + 0.5 / scale
     thin[count // 2 :, 3] = thin[count // 2 :, 1] + 0.5 / scale
-    # Half a pixel wide, from 2 above the map's bottom edge to 2 below it:
-    # with 7 bins, a sample of bin 3 lies on the edge.
+    # Half a pixel wide, from 2 above the map's bottom edge to 2 below it
+    # (after aligned's shift, or without it): with 7 bins, a sample of bin 3
+    # lies on the edge.
     column = rng.integers(0, width, (count // 4, 1)) + 0.5
-    edge = np.concatenate(
-        [column, column * 0 + height - 2, column + 0.5, column * 0 + height + 2], 1
-    )
+    top = np.where(rng.integers(0, 2, column.shape), height - 2, height - 1.5)
+    edge = np.concatenate([column, top, column + 0.5, top + 4], 1)
     parts = [
         rows(uniform),
         rows(halves),
