@@ -3,5 +3,6 @@ this package registers them all."""
 
 from tensorflow_customops.python.onnx.handlers import (
     deformable_conv2d,  # noqa: F401
+    ps_roi,  # noqa: F401
     roi,  # noqa: F401
 )
