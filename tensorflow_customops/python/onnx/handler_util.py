@@ -5,8 +5,9 @@ plumbing of the RoI ops. Imports tf2onnx, so only the export imports it.
 
 import contextlib
 
+import numpy as np
 from onnx import TensorProto
-from tf2onnx import handler
+from tf2onnx import handler, utils
 from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx.errors import ExportError
@@ -79,6 +80,30 @@ def nchw_input(ctx, node, index):
     return ctx.make_node(
         "Transpose", [node.input[index]], attr={"perm": [0, 3, 1, 2]}
     ).output[0]
+
+
+def constant(ctx, value, dtype=None):
+    """The output of a new Const node holding `value` (NumPy dtype `dtype`)."""
+    return ctx.make_const(utils.make_name("const"), np.asarray(value, dtype)).output[0]
+
+
+def replace_with_op(ctx, node, op_type, inputs, attr):
+    """Replaces `node`, which has one output, by `op_type` computing it; the
+    new node keeps its name, output, shape and dtype. Returns the new node."""
+    dtypes = [ctx.get_dtype(node.output[0])]
+    shapes = [ctx.get_shape(node.output[0])]
+    outputs = list(node.output)
+    name = node.name
+    ctx.remove_node(name)
+    return ctx.make_node(
+        op_type,
+        inputs,
+        attr=attr,
+        name=name,
+        outputs=outputs,
+        shapes=shapes,
+        dtypes=dtypes,
+    )
 
 
 def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
