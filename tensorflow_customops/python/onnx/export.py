@@ -37,7 +37,8 @@ def _import_converter():
         import tf2onnx.convert  # noqa: F401 - registers TensorFlow's handlers
     except ModuleNotFoundError as e:
         raise ImportError(
-            f"tfco.onnx needs tf2onnx and onnx ({e.name} is missing): {_INSTALL}"
+            f"tfco.onnx needs tf2onnx and onnx ({e.name.split('.')[0]} is missing): "
+            f"{_INSTALL}"
         ) from e
     from tensorflow_customops.python.onnx import (
         handler_util,
@@ -176,6 +177,17 @@ def _frozen_graph(fn_or_model, input_signature, signature, tf2onnx):
     renames = tf2onnx.convert.tensor_names_from_structed(
         function, input_names, output_names
     )
+    # Outputs keep the names of a signature's dict or a Keras model's outputs
+    # (flattening a dict sorts its keys).
+    structured = function.structured_outputs
+    if isinstance(structured, dict):
+        names = sorted(structured)
+    elif isinstance(trackable, tf.keras.Model):
+        names = list(trackable.output_names)
+    else:
+        names = []
+    if len(names) == len(output_names):
+        renames.update(zip(output_names, names))
     loader = tf2onnx.tf_loader
     if trackable is None:
         graph_def = loader.from_function(function, input_names, output_names)
