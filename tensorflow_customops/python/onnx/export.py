@@ -8,6 +8,7 @@ import logging
 import os
 
 from tensorflow_customops.python.onnx.errors import ExportError
+from tensorflow_customops.python.onnx.requirements import REQUIREMENTS
 
 # The opset of an export that needs nothing newer: RoiAlign-16 is the first
 # RoiAlign with `coordinate_transformation_mode`.
@@ -17,10 +18,7 @@ DEFAULT_OPSET = 16
 # that changed in 19, and with this entry its opset-19 models are valid.
 _EXTRA_IR_VERSIONS = {19: 9}
 
-_INSTALL = (
-    "pip install tensorflow-customops[onnx] (or tf2onnx==1.17.0 onnx==1.23.2 "
-    "onnxruntime==1.31.1)"
-)
+_INSTALL = f"pip install tensorflow-customops[onnx] (or {' '.join(REQUIREMENTS)})"
 
 _PREFIX = "CustomOps>"
 
