@@ -276,7 +276,9 @@ def onnx_export():
     modules = ("tf2onnx", "onnx", "onnxruntime")
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise Skipped(f"{', '.join(missing)} not installed (tensorflow-customops[onnx])")
+        raise Skipped(
+            f"{', '.join(missing)} not installed (tensorflow-customops[onnx])"
+        )
     import onnxruntime
 
     fn = tf.function(lambda f: tfco.roi_align(f, _BOXES, 2, sampling_ratio=2))

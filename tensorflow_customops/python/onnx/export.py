@@ -202,7 +202,9 @@ def _saved_model_signature(directory, signature):
 
     directory = os.fspath(directory)
     if not os.path.isfile(os.path.join(directory, "saved_model.pb")):
-        raise ExportError(f"{directory}: not a SavedModel directory (no saved_model.pb)")
+        raise ExportError(
+            f"{directory}: not a SavedModel directory (no saved_model.pb)"
+        )
     loaded = tf.saved_model.load(directory)
     name = signature or "serving_default"
     if name not in loaded.signatures:
@@ -278,7 +280,9 @@ def _choose_opset(opset, ops, min_opsets):
     needed = {op: min_opsets[op] for op in ops if op in min_opsets}
     if opset is None:
         return max([DEFAULT_OPSET, *needed.values()])
-    writable = sorted(set(tf2onnx.constants.OPSET_TO_IR_VERSION) | set(_EXTRA_IR_VERSIONS))
+    writable = sorted(
+        set(tf2onnx.constants.OPSET_TO_IR_VERSION) | set(_EXTRA_IR_VERSIONS)
+    )
     if opset not in writable:
         raise ExportError(
             f"opset {opset}: tf2onnx {tf2onnx.__version__} writes opsets "
@@ -299,9 +303,8 @@ def _fixed_tf2onnx(opset, tf2onnx):
     version of `opset` where only this module knows it, and bfloat16, which
     it maps to ONNX float16 (a narrower range: silently different values).
     Both tables are left as they were."""
-    from tensorflow.core.framework import types_pb2
-
     from onnx import TensorProto
+    from tensorflow.core.framework import types_pb2
 
     ir_versions = tf2onnx.constants.OPSET_TO_IR_VERSION
     dtypes = tf2onnx.tf_utils.TF_TO_ONNX_DTYPE

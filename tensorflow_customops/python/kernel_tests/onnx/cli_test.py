@@ -43,7 +43,10 @@ class CliTest(unittest.TestCase):
         tf.saved_model.save(
             module,
             cls.saved,
-            signatures={"serving_default": module.__call__, "gradient": module.gradient},
+            signatures={
+                "serving_default": module.__call__,
+                "gradient": module.gradient,
+            },
         )
 
     def _cli(self, *args):
@@ -99,7 +102,10 @@ class CliTest(unittest.TestCase):
 
     def test_export_error(self):
         code, _, stderr = self._command(
-            self.saved, os.path.join(self.directory, "g.onnx"), "--signature", "gradient"
+            self.saved,
+            os.path.join(self.directory, "g.onnx"),
+            "--signature",
+            "gradient",
         )
         self.assertEqual(code, 1)
         self.assertIn(

@@ -53,7 +53,9 @@ class ExportTest(unittest.TestCase):
         fn = tf.function(_zero_out, input_signature=_VECTOR)
         x = np.arange(1, 6, dtype=np.float32)
         model = tfco.onnx.export(fn)
-        np.testing.assert_array_equal(onnx_test_util.run(model, [x])[0], [1, 2, 0, 0, 0])
+        np.testing.assert_array_equal(
+            onnx_test_util.run(model, [x])[0], [1, 2, 0, 0, 0]
+        )
 
     def test_function_with_a_given_signature(self):
         expected, got, _ = onnx_test_util.export_and_run(
@@ -88,7 +90,10 @@ class ExportTest(unittest.TestCase):
             tf.saved_model.save(
                 module,
                 saved,
-                signatures={"serving_default": module.__call__, "zeroed": module.zeroed},
+                signatures={
+                    "serving_default": module.__call__,
+                    "zeroed": module.zeroed,
+                },
             )
             written = os.path.join(directory, "model.onnx")
             for source in (saved, os.path.join(directory, "saved/")):
@@ -104,10 +109,13 @@ class ExportTest(unittest.TestCase):
                 onnx_test_util.run(model, [x])[0], [[1, 2], [3, 0], [0, 0]]
             )
             with self.assertRaisesRegex(
-                tfco.onnx.ExportError, r"no signature 'other'; it has \['serving_default', 'zeroed'\]"
+                tfco.onnx.ExportError,
+                r"no signature 'other'; it has \['serving_default', 'zeroed'\]",
             ):
                 tfco.onnx.export(saved, signature="other")
-            with self.assertRaisesRegex(tfco.onnx.ExportError, "not a SavedModel directory"):
+            with self.assertRaisesRegex(
+                tfco.onnx.ExportError, "not a SavedModel directory"
+            ):
                 tfco.onnx.export(directory)
             with self.assertRaisesRegex(ValueError, "input_signature must be None"):
                 tfco.onnx.export(saved, _VECTOR)
@@ -122,7 +130,9 @@ class ExportTest(unittest.TestCase):
 
     def test_unknown_rank_input_is_refused(self):
         # tf2onnx would declare it a scalar, and ORT then folds its shape.
-        with self.assertRaisesRegex(tfco.onnx.ExportError, "input 'x' has no known rank"):
+        with self.assertRaisesRegex(
+            tfco.onnx.ExportError, "input 'x' has no known rank"
+        ):
             tfco.onnx.export(tf.function(_zero_out), [tf.TensorSpec(None, tf.float32)])
 
     def test_opset_16_by_default(self):
@@ -155,7 +165,8 @@ class ExportTest(unittest.TestCase):
         for opset in (17, 18, 19):
             self.assertEqual(_opset(tfco.onnx.export(fn, _VECTOR, opset=opset)), opset)
         with self.assertRaisesRegex(
-            tfco.onnx.ExportError, "opset 15 is too low: CustomOps>ZeroOut needs opset 16"
+            tfco.onnx.ExportError,
+            "opset 15 is too low: CustomOps>ZeroOut needs opset 16",
         ):
             tfco.onnx.export(fn, _VECTOR, opset=15)
         with self.assertRaisesRegex(
@@ -170,7 +181,7 @@ class ExportTest(unittest.TestCase):
 
     def test_bad_target(self):
         with self.assertRaisesRegex(
-            ValueError, "target must be \"onnxruntime\" or \"tensorrt\", got 'trt'"
+            ValueError, 'target must be "onnxruntime" or "tensorrt", got \'trt\''
         ):
             tfco.onnx.export(tf.function(_zero_out), _VECTOR, target="trt")
 
@@ -198,7 +209,9 @@ class ExportTest(unittest.TestCase):
                 lambda i, y: i < 3, lambda i, y: (i + 1, tf.math.igamma(y, y)), (0, x)
             )[1]
 
-        with self.assertRaisesRegex(tfco.onnx.ExportError, r"no ONNX handler .* Igamma"):
+        with self.assertRaisesRegex(
+            tfco.onnx.ExportError, r"no ONNX handler .* Igamma"
+        ):
             tfco.onnx.export(tf.function(fn), _VECTOR)
 
     def test_asserts_are_not_converted(self):
@@ -282,7 +295,7 @@ class ImportTest(unittest.TestCase):
             "import tensorflow_customops as tfco\n"
             "tfco.onnx.export, tfco.onnx.ExportError\n"
             "loaded = sorted(m for m in sys.modules\n"
-            "                if m.split('.')[0] in ('tf2onnx', 'onnx', 'onnxruntime'))\n"
+            "    if m.split('.')[0] in ('tf2onnx', 'onnx', 'onnxruntime'))\n"
             "print('loaded:', loaded)\n"
         )
         self.assertEqual(result.returncode, 0, result.stderr)

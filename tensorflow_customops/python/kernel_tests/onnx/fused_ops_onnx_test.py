@@ -20,7 +20,10 @@ def _exported(fn, dtype, specs, inputs):
     """Exports fn(*inputs as dtype) and runs it in TensorFlow and ORT; a
     bfloat16 function takes and returns float32."""
     if dtype != tf.bfloat16:
-        specs = [tf.TensorSpec(s.shape, dtype if s.dtype == "any" else s.dtype) for s in specs]
+        specs = [
+            tf.TensorSpec(s.shape, dtype if s.dtype == "any" else s.dtype)
+            for s in specs
+        ]
         inputs = [np.asarray(x, dtype.as_numpy_dtype) for x in inputs]
         return onnx_test_util.export_and_run(tf.function(fn), specs, inputs)[:2]
 
@@ -30,10 +33,11 @@ def _exported(fn, dtype, specs, inputs):
         out = out if isinstance(out, (list, tuple)) else [out]
         return [tf.cast(o, tf.float32) if o.dtype == tf.bfloat16 else o for o in out]
 
-    specs = [tf.TensorSpec(s.shape, tf.float32 if s.dtype == "any" else s.dtype) for s in specs]
-    inputs = [
-        np.asarray(tf.cast(tf.cast(x, tf.bfloat16), tf.float32)) for x in inputs
+    specs = [
+        tf.TensorSpec(s.shape, tf.float32 if s.dtype == "any" else s.dtype)
+        for s in specs
     ]
+    inputs = [np.asarray(tf.cast(tf.cast(x, tf.bfloat16), tf.float32)) for x in inputs]
     return onnx_test_util.export_and_run(tf.function(wide), specs, inputs)[:2]
 
 
@@ -68,11 +72,14 @@ class MatrixMulTest(unittest.TestCase):
                     tol = 1e-15 if dtype == tf.float64 else 1e-6
                     e = expected[0].astype(np.float64)
                     diff = np.abs(got[0].astype(np.float64) - e)
-                    ulp = np.abs(e) * 2.0**-7 if dtype == tf.bfloat16 else np.spacing(
-                        np.abs(expected[0])
+                    ulp = (
+                        np.abs(e) * 2.0**-7
+                        if dtype == tf.bfloat16
+                        else np.spacing(np.abs(expected[0]))
                     )
                     self.assertTrue(
-                        np.all(diff <= tol * scale + ulp), (dtype.name, ta, tb, diff.max())
+                        np.all(diff <= tol * scale + ulp),
+                        (dtype.name, ta, tb, diff.max()),
                     )
 
     def test_exact_where_sums_are(self):
@@ -163,7 +170,11 @@ class ClipByGlobalNormTest(unittest.TestCase):
                     ulp = np.abs(e) * 2.0**-7
                 else:
                     ulp = np.spacing(np.abs(e).astype(dtype.as_numpy_dtype))
-                close = (e == g) | (np.isnan(e) & np.isnan(g)) | (np.abs(e - g) <= (8 if dtype == tf.float64 else 1) * ulp)
+                close = (
+                    (e == g)
+                    | (np.isnan(e) & np.isnan(g))
+                    | (np.abs(e - g) <= (8 if dtype == tf.float64 else 1) * ulp)
+                )
             self.assertTrue(np.all(close), (dtype.name, e, g))
         return expected, got
 

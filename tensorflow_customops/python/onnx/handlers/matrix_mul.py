@@ -23,7 +23,9 @@ class MatrixMul:
             handler_util.replace_with_op(ctx, node, "Gemm", list(node.input), attr)
             return
         if dtype not in _WIDENED:
-            handler_util.refuse(node, "MatrixMul exports half, bfloat16, float and double")
+            handler_util.refuse(
+                node, "MatrixMul exports half, bfloat16, float and double"
+            )
         a, b = (
             ctx.make_node("Cast", [x], attr={"to": TensorProto.FLOAT}).output[0]
             for x in node.input
