@@ -110,7 +110,7 @@ def export(
         raise ExportError("\n".join(refusals))
     try:
         onnx.checker.check_model(model, full_check=True)
-    except onnx.checker.ValidationError as e:
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         details = "".join(f"\n  tf2onnx: {m}" for m in logged)
         raise ExportError(f"the converted model is invalid: {e}{details}") from e
     if path is not None:
