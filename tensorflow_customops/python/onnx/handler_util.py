@@ -69,6 +69,17 @@ def refuse(node, why):
     raise ExportError(message)
 
 
+def refuse_double_for_tensorrt(node, dtype):
+    """Refuses a double `dtype` (ONNX) when exporting for TensorRT, which
+    computes double as float: other values, not an error, at run time."""
+    if dtype == TensorProto.DOUBLE and target() == "tensorrt":
+        refuse(
+            node,
+            "TensorRT computes double as float: cast to float32, or export for "
+            'target="onnxruntime"',
+        )
+
+
 def is_nchw(node):
     return node.get_attr_str("data_format") == "NCHW"
 

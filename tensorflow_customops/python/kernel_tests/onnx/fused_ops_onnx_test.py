@@ -6,6 +6,7 @@ the function (ORT's Python API takes no bfloat16 arrays)."""
 import unittest
 
 import numpy as np
+import onnx
 import tensorflow as tf
 
 import tensorflow_customops as tfco
@@ -208,6 +209,50 @@ class ClipByGlobalNormTest(unittest.TestCase):
                 _, got = self._check(dtype, [np.array([1.0, bad]), np.ones(2)], 1.0)
                 self.assertTrue(np.isnan(got[0].astype(np.float32)).all())
                 self.assertTrue(np.isnan(got[1].astype(np.float32)).all())
+
+
+class TensorRTTest(unittest.TestCase):
+    def test_double_is_refused(self):
+        cases = {
+            "MatrixMul": lambda x: tfco.matrix_mul(x, x),
+            "ZeroOut": lambda x: tfco.zero_out(x),
+            "ClipByGlobalNorm": lambda x: tfco.clip_by_global_norm([x], 1.0)[0],
+            "CheckNumericsN": lambda x: tfco.check_numerics_n([x], "x"),
+        }
+        for op, fn in cases.items():
+            with self.assertRaisesRegex(
+                tfco.onnx.ExportError,
+                rf"CustomOps>{op} \(node .*\): TensorRT computes double as float",
+            ):
+                tfco.onnx.export(
+                    tf.function(fn),
+                    [tf.TensorSpec([None, None], tf.float64)],
+                    target="tensorrt",
+                )
+
+    def test_clip_by_global_norm_sums_in_float(self):
+        rng = np.random.default_rng(6)
+        tensors = [rng.standard_normal((64, 33)), rng.standard_normal(1000)]
+        tensors = [t.astype(np.float32) for t in tensors]
+        clip = np.array(3.0, np.float32)
+
+        def fn(a, b, c):
+            clipped, norm = tfco.clip_by_global_norm([a, b], c)
+            return [*clipped, norm]
+
+        specs = [
+            tf.TensorSpec([None, None], tf.float32),
+            tf.TensorSpec([None], tf.float32),
+            tf.TensorSpec([], tf.float32),
+        ]
+        expected, got, model = onnx_test_util.export_and_run(
+            tf.function(fn), specs, [*tensors, clip], target="tensorrt"
+        )
+        casts = [n for n in model.graph.node if n.op_type == "Cast"]
+        self.assertNotIn(onnx.TensorProto.DOUBLE, [c.attribute[0].i for c in casts])
+        # A float sum of 3112 squares: within 1e-6 of the double one.
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, e, rtol=1e-6)
 
 
 class CheckNumericsNTest(unittest.TestCase):

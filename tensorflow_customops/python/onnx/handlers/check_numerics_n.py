@@ -13,6 +13,8 @@ class CheckNumericsN:
         outputs = list(node.output)
         shapes = [ctx.get_shape(o) for o in outputs]
         dtypes = [ctx.get_dtype(o) for o in outputs]
+        for dtype in dtypes:
+            handler_util.refuse_double_for_tensorrt(node, dtype)
         ctx.remove_node(node.name)
         for i, (x, y) in enumerate(zip(inputs, outputs)):
             ctx.make_node(

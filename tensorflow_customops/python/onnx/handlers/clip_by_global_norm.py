@@ -5,7 +5,8 @@ than the kernel's, and the square root rounded to the dtype; the scale is
 clip_norm * min(1 / norm, 1 / clip_norm) + (norm - norm) in the dtype, with
 the kernel's NaN-propagating minimum, so an inf or NaN norm makes every
 element NaN. half and bfloat16 are computed in float and rounded to the dtype
-after each operation, as Eigen does.
+after each operation, as Eigen does. For TensorRT, which computes double as
+float, the squares are summed in float and double tensors are refused.
 """
 
 from onnx import TensorProto
@@ -24,7 +25,14 @@ class ClipByGlobalNorm:
             handler_util.refuse(
                 node, "ClipByGlobalNorm exports half, bfloat16, float and double"
             )
+        handler_util.refuse_double_for_tensorrt(node, dtype)
         compute = TensorProto.FLOAT if dtype in _NARROW else dtype
+        # TensorRT computes double as float, so it sums the squares in float.
+        sums = (
+            TensorProto.FLOAT
+            if handler_util.target() == "tensorrt"
+            else TensorProto.DOUBLE
+        )
 
         def op(op_type, *inputs, **attr):
             return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
@@ -40,13 +48,13 @@ class ClipByGlobalNorm:
         tensors, clip_norm = list(node.input[:n]), node.input[n]
         squares = []
         for t in tensors:
-            wide = cast(t, TensorProto.DOUBLE)
+            wide = cast(t, sums)
             squares.append(op("ReduceSum", op("Mul", wide, wide), keepdims=0))
         total = op("Sum", *squares) if n > 1 else squares[0]
         # double -> float -> the dtype: Eigen rounds a double to half or
         # bfloat16 through float.
         norm = op("Sqrt", total)
-        if dtype != TensorProto.DOUBLE:
+        if sums != compute:
             norm = cast(norm, TensorProto.FLOAT)
         if compute != dtype:
             norm = rounded(norm)

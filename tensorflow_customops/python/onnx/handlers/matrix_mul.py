@@ -19,6 +19,7 @@ class MatrixMul:
             "transA": int(node.get_attr_value("transpose_a")),
             "transB": int(node.get_attr_value("transpose_b")),
         }
+        handler_util.refuse_double_for_tensorrt(node, dtype)
         if dtype in (TensorProto.FLOAT, TensorProto.DOUBLE):
             handler_util.replace_with_op(ctx, node, "Gemm", list(node.input), attr)
             return

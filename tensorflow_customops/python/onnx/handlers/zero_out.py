@@ -21,6 +21,7 @@ class ZeroOut:
         if keep < 0:
             # The kernel refuses it when it runs; a model cannot.
             handler_util.refuse(node, f"keep must be >= 0, got {keep}")
+        handler_util.refuse_double_for_tensorrt(node, dtype)
         x = node.input[0]
         compute = TensorProto.FLOAT if dtype in _THROUGH_FLOAT else dtype
         if compute != dtype:
