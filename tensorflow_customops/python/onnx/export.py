@@ -327,14 +327,17 @@ class _Collect(logging.Handler):
         self.messages = []
 
     def emit(self, record):
-        self.messages.append(record.getMessage().splitlines()[0])
+        message = record.getMessage().splitlines()[0]
+        if record.exc_info:
+            message += f": {record.exc_info[1]!r}"
+        self.messages.append(message)
 
 
 @contextlib.contextmanager
 def _errors_of(logger_name):
-    """The first lines of the errors `logger_name` logs in the scope: tf2onnx
-    logs a handler's failure and carries on, leaving a node the checker then
-    rejects."""
+    """The first lines of the errors `logger_name` logs in the scope, with
+    their exceptions: tf2onnx logs a handler's failure and carries on, leaving
+    a node the checker then rejects."""
     collect = _Collect()
     logger = logging.getLogger(logger_name)
     logger.addHandler(collect)

@@ -13,7 +13,7 @@ from unittest import mock
 import numpy as np
 import onnx
 import tensorflow as tf
-import tf2onnx
+import tf2onnx.convert  # registers TensorFlow's handlers
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
@@ -252,22 +252,32 @@ class ExportTest(unittest.TestCase):
         check.assert_called_once_with(model, full_check=True)
 
     def test_invalid_model_is_refused(self):
-        # A handler that leaves a node ONNX does not know: the checker's
-        # failure, and tf2onnx's log of it, become an ExportError.
-        @tf2onnx.handler.tf_op("Igamma")
-        class Broken:
-            @classmethod
-            def version_1(cls, ctx, node, **kwargs):
-                node.type = "NoSuchOp"
+        # A handler that leaves a node ONNX does not know, and one that fails
+        # (tf2onnx logs it and keeps the TensorFlow node): the checker's
+        # failure becomes an ExportError, with tf2onnx's logged errors.
+        def broken(ctx, node, **kwargs):
+            node.type = "NoSuchOp"
 
-        try:
-            with self.assertRaisesRegex(
-                tfco.onnx.ExportError, "the converted model is invalid: .*NoSuchOp"
-            ):
-                tfco.onnx.export(tf.function(lambda x: tf.math.igamma(x, x)), _VECTOR)
-        finally:
-            opsets = tf2onnx.handler.tf_op.get_opsets()
-            del opsets[tf2onnx.constants.ONNX_DOMAIN][1]["Igamma"]
+        def failing(ctx, node, **kwargs):
+            raise RuntimeError("the handler failed")
+
+        handlers = tf2onnx.handler.tf_op.get_opsets()[tf2onnx.constants.ONNX_DOMAIN]
+        fn = tf.function(lambda x: tf.math.igamma(x, x))
+        for handler, message in (
+            (broken, "the converted model is invalid: .*NoSuchOp"),
+            (
+                failing,
+                "(?s)the converted model is invalid: .*Igamma.*\n"
+                "  tf2onnx: Failed to convert node 'Igamma' .*"
+                "RuntimeError\\('the handler failed'\\)",
+            ),
+        ):
+            handlers[1]["Igamma"] = (handler, {})
+            try:
+                with self.assertRaisesRegex(tfco.onnx.ExportError, message):
+                    tfco.onnx.export(fn, _VECTOR)
+            finally:
+                del handlers[1]["Igamma"]
 
     def test_refusals_are_raised(self):
         ops = load_library.load_op_library()
