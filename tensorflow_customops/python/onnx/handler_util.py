@@ -69,15 +69,14 @@ def refuse(node, why):
     raise ExportError(message)
 
 
-def refuse_double_for_tensorrt(node, dtype):
-    """Refuses a double `dtype` (ONNX) when exporting for TensorRT, which
-    computes double as float: other values, not an error, at run time."""
-    if dtype == TensorProto.DOUBLE and target() == "tensorrt":
-        refuse(
-            node,
-            "TensorRT computes double as float: cast to float32, or export for "
-            'target="onnxruntime"',
-        )
+def op(ctx, op_type, *inputs, **attr):
+    """The output of a new one-output ONNX node `op_type` on `inputs`."""
+    return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+
+
+def const(ctx, value, dtype):
+    """A constant tensor `value` of NumPy `dtype`."""
+    return ctx.make_const(utils.make_name("const"), np.array(value, dtype)).output[0]
 
 
 def is_nchw(node):
@@ -93,9 +92,15 @@ def nchw_input(ctx, node, index):
     ).output[0]
 
 
-def constant(ctx, value, dtype=None):
-    """The output of a new Const node holding `value` (NumPy dtype `dtype`)."""
-    return ctx.make_const(utils.make_name("const"), np.asarray(value, dtype)).output[0]
+def refuse_double_for_tensorrt(node, dtype):
+    """Refuses a double `dtype` (ONNX) when exporting for TensorRT, which
+    computes double as float: other values, not an error, at run time."""
+    if dtype == TensorProto.DOUBLE and target() == "tensorrt":
+        refuse(
+            node,
+            "TensorRT computes double as float: cast to float32, or export for "
+            'target="onnxruntime"',
+        )
 
 
 def replace_with_op(ctx, node, op_type, inputs, attr):

@@ -9,6 +9,8 @@ after each operation, as Eigen does. For TensorRT, which computes double as
 float, the squares are summed in float and double tensors are refused.
 """
 
+import functools
+
 from onnx import TensorProto
 
 from tensorflow_customops.python.onnx import handler_util
@@ -34,8 +36,7 @@ class ClipByGlobalNorm:
             else TensorProto.DOUBLE
         )
 
-        def op(op_type, *inputs, **attr):
-            return ctx.make_node(op_type, list(inputs), attr=attr).output[0]
+        op = functools.partial(handler_util.op, ctx)
 
         def cast(x, to):
             return op("Cast", x, to=to)
@@ -59,7 +60,7 @@ class ClipByGlobalNorm:
         if compute != dtype:
             norm = rounded(norm)
         clip = cast(clip_norm, compute) if compute != dtype else clip_norm
-        one = handler_util.constant(ctx, 1, _numpy(compute))
+        one = handler_util.const(ctx, 1, _numpy(compute))
         inv_norm = rounded(op("Div", one, norm))
         inv_clip = rounded(op("Div", one, clip))
         take_norm = op("Or", op("IsNaN", inv_norm), op("Less", inv_norm, inv_clip))

@@ -4,6 +4,7 @@ A model cannot fail a run, so counts out of range are clamped rather than
 refused, and the image counts of features, boxes and counts are not compared:
 each image pools its boxes up to its clamped count."""
 
+import numpy as np
 from onnx import TensorProto
 
 from tensorflow_customops.python.onnx import handler_util
@@ -16,11 +17,11 @@ class RoiBoxCounts:
         dtype = ctx.get_dtype(node.output[0])
         if dtype not in (TensorProto.INT32, TensorProto.INT64):
             handler_util.refuse(node, "box counts must be int32 or int64")
-        numpy_type = {TensorProto.INT32: "int32", TensorProto.INT64: "int64"}[dtype]
+        numpy_type = {TensorProto.INT32: np.int32, TensorProto.INT64: np.int64}[dtype]
         boxes_shape = ctx.make_node("Shape", [node.input[1]]).output[0]
         boxes_per_image = ctx.make_node(
             "Gather",
-            [boxes_shape, handler_util.constant(ctx, 1, "int64")],
+            [boxes_shape, handler_util.const(ctx, 1, np.int64)],
             attr={"axis": 0},
         ).output[0]
         if dtype != TensorProto.INT64:
@@ -31,6 +32,6 @@ class RoiBoxCounts:
             ctx,
             node,
             "Clip",
-            [node.input[2], handler_util.constant(ctx, 0, numpy_type), boxes_per_image],
+            [node.input[2], handler_util.const(ctx, 0, numpy_type), boxes_per_image],
             {},
         )

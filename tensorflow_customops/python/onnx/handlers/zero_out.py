@@ -26,19 +26,21 @@ class ZeroOut:
         compute = TensorProto.FLOAT if dtype in _THROUGH_FLOAT else dtype
         if compute != dtype:
             x = ctx.make_node("Cast", [x], attr={"to": compute}).output[0]
-        flat = ctx.make_node("Reshape", [x, handler_util.constant(ctx, [-1])]).output[0]
+        flat = ctx.make_node(
+            "Reshape", [x, handler_util.const(ctx, [-1], np.int64)]
+        ).output[0]
         index = ctx.make_node(
             "Range",
             [
-                handler_util.constant(ctx, 0, np.int64),
+                handler_util.const(ctx, 0, np.int64),
                 ctx.make_node("Size", [x]).output[0],
-                handler_util.constant(ctx, 1, np.int64),
+                handler_util.const(ctx, 1, np.int64),
             ],
         ).output[0]
         kept = ctx.make_node(
-            "Less", [index, handler_util.constant(ctx, keep, np.int64)]
+            "Less", [index, handler_util.const(ctx, keep, np.int64)]
         ).output[0]
-        zero = handler_util.constant(ctx, 0, utils.map_onnx_to_numpy_type(compute))
+        zero = handler_util.const(ctx, 0, utils.map_onnx_to_numpy_type(compute))
         zeroed = ctx.make_node("Where", [kept, flat, zero]).output[0]
         shape = ctx.make_node("Shape", [x]).output[0]
         if compute == dtype:
