@@ -4,6 +4,7 @@ project for writing custom ops.
     import tensorflow_customops as tfco
     tfco.zero_out([[1, 2], [3, 4]])
     tfco.layers.RoIAlign(output_size=7)  # Keras layers
+    tfco.onnx.export(fn, input_signature)  # ONNX, with tf2onnx installed
 """
 
 # TensorFlow first: the wheel requires no TensorFlow distribution, so a fresh
@@ -43,6 +44,17 @@ from tensorflow_customops.version import __version__
 # Last, once every module has registered its Python gradients: ops with a C++
 # gradient only get it through the bridge.
 _cpp_gradients.register_missing_gradients()
+
+
+def __getattr__(name):
+    # tfco.onnx is imported on first use: `python -m tensorflow_customops.onnx`
+    # runs it as __main__, which it must not be imported before. (It imports
+    # tf2onnx only when an export runs.)
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module("tensorflow_customops.onnx")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_info():
@@ -99,6 +111,7 @@ __all__ = [
     "deform_conv2d",
     "gradients",
     "matrix_mul",
+    "onnx",
     "zero_out",
     "__version__",
 ]

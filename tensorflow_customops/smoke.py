@@ -2,18 +2,20 @@
 TensorFlow it installs next to: every op family forward against a NumPy
 reference and its gradients (features, and boxes where the op has them)
 against numeric differences (float64), a jit compilation (custom calls into
-the kernels on every release), a SavedModel round trip, and a Keras fit
-step with a RoI layer.
+the kernels on every release), a SavedModel round trip, a Keras fit step
+with a RoI layer, and, where tf2onnx, onnx and onnxruntime are installed
+(the wheel's onnx extra), an ONNX export run in ONNX Runtime.
 
 Run it with the interpreter of the environment the wheel is installed in,
 from outside the source tree:
 
     python -m tensorflow_customops.smoke
 
-It prints one line per check, then `N passed, N failed`, and exits 1 if a
-check failed.
+It prints one line per check (SKIPPED for the ONNX export without its
+packages), then `N passed, N failed`, and exits 1 if a check failed.
 """
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -25,6 +27,10 @@ import tensorflow as tf
 import tensorflow_customops as tfco
 
 _CHECKS = []
+
+
+class Skipped(Exception):
+    """A check that cannot run here; not counted."""
 
 
 def check(fn):
@@ -265,6 +271,28 @@ def keras_fit_step():
     assert np.isfinite(after) and after < before, (before, after)
 
 
+@check
+def onnx_export():
+    modules = ("tf2onnx", "onnx", "onnxruntime")
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Skipped(
+            f"{', '.join(missing)} not installed (tensorflow-customops[onnx])"
+        )
+    import onnxruntime
+
+    fn = tf.function(lambda f: tfco.roi_align(f, _BOXES, 2, sampling_ratio=2))
+    spec = [tf.TensorSpec([None, 6, 7, 4], tf.float32)]
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "roi_align.onnx")
+        tfco.onnx.export(fn, spec, path=path)
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    features = _FEATURES.astype(np.float32)
+    (got,) = session.run(None, {session.get_inputs()[0].name: features})
+    # ONNX's RoiAlign-16 samples as the kernel does: the same bits.
+    _close(got, fn(features).numpy(), 0)
+
+
 def main():
     print(
         f"Python {sys.version.split()[0]}, TensorFlow {tf.__version__}, "
@@ -275,6 +303,9 @@ def main():
     for fn in _CHECKS:
         try:
             fn()
+        except Skipped as e:
+            print(f"SKIPPED {fn.__name__}: {e}")
+            continue
         except Exception:  # noqa: BLE001 - every failure is reported and counted
             failed += 1
             print(f"FAILED {fn.__name__}\n{traceback.format_exc()}")

@@ -21,6 +21,8 @@ import unittest
 _NAME = "scaffold_probe"
 _TARGETS = [
     f"//tensorflow_customops/python/kernel_tests:{_NAME}_op_test",
+    f"//tensorflow_customops/python/kernel_tests/onnx:{_NAME}_onnx_test",
+    "//tensorflow_customops/python/kernel_tests/onnx:onnx_coverage_test",
     "//tensorflow_customops/python/kernel_tests/loading:api_test",
     "//tensorflow_customops/python/kernel_tests/properties:op_registry_test",
     "//tensorflow_customops/python/kernel_tests/properties:large_shapes_test",

@@ -100,7 +100,9 @@ class PipWheelTest(unittest.TestCase):
         self.assertIn(
             f"from {self.site_packages}/tensorflow_customops\n", result.stdout
         )
-        self.assertRegex(result.stdout, r"\n11 passed, 0 failed\n")
+        # The ONNX export too: set-up installs the onnx extra's packages.
+        self.assertIn("PASSED onnx_export\n", result.stdout)
+        self.assertRegex(result.stdout, r"\n12 passed, 0 failed\n")
 
     def test_build_info_of_installed_package(self):
         out = self.run_installed(
@@ -179,9 +181,22 @@ class PipWheelTest(unittest.TestCase):
                 whl.read(n).decode() for n in whl.namelist() if n.endswith("/METADATA")
             )
         requires = [
-            line for line in metadata.splitlines() if line.startswith("Requires-Dist:")
+            line.split(":", 1)[1].strip()
+            for line in metadata.splitlines()
+            if line.startswith("Requires-Dist:")
         ]
-        self.assertEqual(requires, [])
+        # Only the onnx extra's packages, for tfco.onnx, as the package pins
+        # them.
+        with zipfile.ZipFile(self.wheel) as whl:
+            pins = {}
+            exec(whl.read("tensorflow_customops/python/onnx/requirements.py"), pins)
+        self.assertIn("Provides-Extra: onnx", metadata)
+        self.assertEqual(
+            sorted(r.split(";")[0].strip() for r in requires),
+            sorted(pins["REQUIREMENTS"]),
+        )
+        for requirement in requires:
+            self.assertRegex(requirement, r"; extra == .onnx.$")
         self.assertIn("Requires-Python: >=3.9", metadata)
 
     def test_description_reads_on_a_package_index(self):
@@ -210,6 +225,8 @@ class PipWheelTest(unittest.TestCase):
         )
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
         self.assertIn("tensorflow_customops/smoke.py", names)
+        self.assertIn("tensorflow_customops/onnx.py", names)
+        self.assertIn("tensorflow_customops/python/onnx/handlers/roi.py", names)
         for name in names:
             self.assertTrue(
                 name.startswith(("tensorflow_customops/", "tensorflow_customops-")),

@@ -34,6 +34,7 @@ class PlatformWheel(bdist_wheel):
 
 
 _version = _read_module("tensorflow_customops/version.py")["__version__"]
+_onnx = _read_module("tensorflow_customops/python/onnx/requirements.py")
 
 
 def _without_relative_links(markdown):
@@ -77,6 +78,8 @@ setuptools.setup(
     # a build of one's own, and pip must never replace the one installed.
     # The loader checks at import that it is a release this copy supports.
     python_requires=">=3.9",
+    # tfco.onnx: pip install tensorflow-customops[onnx] (Python 3.10 or newer).
+    extras_require={"onnx": list(_onnx["REQUIREMENTS"])},
     distclass=BinaryDistribution,
     cmdclass={"bdist_wheel": PlatformWheel},
     zip_safe=False,

@@ -93,6 +93,36 @@ def nchw_input(ctx, node, index):
     ).output[0]
 
 
+def refuse_double_for_tensorrt(node, dtype):
+    """Refuses a double `dtype` (ONNX) when exporting for TensorRT, which
+    computes double as float: other values, not an error, at run time."""
+    if dtype == TensorProto.DOUBLE and target() == "tensorrt":
+        refuse(
+            node,
+            "TensorRT computes double as float: cast to float32, or export for "
+            'target="onnxruntime"',
+        )
+
+
+def replace_with_op(ctx, node, op_type, inputs, attr):
+    """Replaces `node`, which has one output, by `op_type` computing it; the
+    new node keeps its name, output, shape and dtype. Returns the new node."""
+    dtypes = [ctx.get_dtype(node.output[0])]
+    shapes = [ctx.get_shape(node.output[0])]
+    outputs = list(node.output)
+    name = node.name
+    ctx.remove_node(name)
+    return ctx.make_node(
+        op_type,
+        inputs,
+        attr=attr,
+        name=name,
+        outputs=outputs,
+        shapes=shapes,
+        dtypes=dtypes,
+    )
+
+
 def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
     """Replaces `node` by `op_type`, which computes its first output (in its
     data_format; any other output is unused) in NCHW; transposes back where

@@ -1,8 +1,8 @@
 """tf2onnx handlers of the custom ops, one module per op family; importing
-this package registers them all."""
+this package imports them all, which registers them."""
 
-from tensorflow_customops.python.onnx.handlers import (
-    deformable_conv2d,  # noqa: F401
-    ps_roi,  # noqa: F401
-    roi,  # noqa: F401
-)
+import importlib
+import pkgutil
+
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    importlib.import_module(f"{__name__}.{_module.name}")
