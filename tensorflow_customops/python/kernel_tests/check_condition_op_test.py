@@ -124,6 +124,24 @@ class CheckConditionTest(tf.test.TestCase, parameterized.TestCase):
                     ):
                         jit(tf.ones([2, 3]), tf.zeros([3, 2]))
 
+    def test_jit_known_false_condition_in_a_branch_not_taken(self):
+        # XLA compiles both branches of a tf.cond: a condition it knows is
+        # false fails the compilation, as a shape error there would.
+        @tf.function(jit_compile=True)
+        def fn(take, x):
+            return tf.cond(
+                take,
+                lambda: x + 1,
+                lambda: tfco.check_condition(False, [x], "never checked eagerly")[0],
+            )
+
+        take, x = tf.constant(True), tf.ones([2])
+        self.assertAllEqual(tf.function(fn.python_function)(take, x), [2, 2])
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, "never checked eagerly"
+        ):
+            fn(take, x)
+
     def test_jit_custom_call(self):
         if not xla_test_util.custom_calls():
             self.skipTest("this build's lowerings build HLO only")
