@@ -23,6 +23,7 @@ from tensorflow_customops.python.ops import cpp_gradients as _cpp_gradients
 from tensorflow_customops.python.ops import gradients
 from tensorflow_customops.python.ops import load_library as _load_library
 from tensorflow_customops.python.ops import releases as _releases
+from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.check_numerics_n_ops import check_numerics_n
 from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
@@ -99,6 +100,7 @@ def build_info():
 
 __all__ = [
     "build_info",
+    "check_condition",
     "layers",
     "multi_scale_roi_align",
     "ps_roi_align",

@@ -39,6 +39,7 @@ load(
 # that build, load and package them read this table, so a new family is one
 # line here (plus one tfco_kernel_library line per kernel).
 TFCO_OPS = {
+    "check_condition": ["check_condition_op"],
     "check_numerics_n": ["check_numerics_n_op"],
     "clip_by_global_norm": ["clip_by_global_norm_op"],
     "deformable_conv2d": ["deformable_conv2d_op"],

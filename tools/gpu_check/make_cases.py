@@ -33,8 +33,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 # Ops whose GPU kernels run no GPU code, so nothing here to check: RoiBoxCounts
 # checks its counts in host memory and reads only the shapes of its inputs on
-# the device.
-NO_GPU_FUNCTOR = ("RoiBoxCounts",)
+# the device; CheckCondition reads its condition in host memory and passes its
+# values through.
+NO_GPU_FUNCTOR = ("CheckCondition", "RoiBoxCounts")
 _TF_DTYPES = {
     "float16": tf.float16,
     "bfloat16": tf.bfloat16,

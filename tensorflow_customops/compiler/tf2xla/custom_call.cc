@@ -107,7 +107,8 @@ std::vector<xla::XlaOp> EmitCustomCall(
     XlaOpKernelContext* context, const char* target,
     std::vector<xla::XlaOp> operands, int boxes,
     const std::vector<CustomCallResult>& results,
-    const FfiAttributes& attributes, bool results_alias_operands) {
+    const FfiAttributes& attributes, bool results_alias_operands,
+    bool has_side_effect) {
   xla::XlaBuilder* b = context->builder();
   xla::XlaOp count;
   bool dynamic_boxes = false;
@@ -158,8 +159,8 @@ std::vector<xla::XlaOp> EmitCustomCall(
                                ? result_shapes[0]
                                : xla::ShapeUtil::MakeTupleShape(result_shapes);
   const xla::XlaOp call = xla::CustomCallWithLayout(
-      b, target, operands, shape, operand_shapes, config,
-      /*has_side_effect=*/false, aliasing,
+      b, target, operands, shape, operand_shapes, config, has_side_effect,
+      aliasing,
       /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE, api);
   std::vector<xla::XlaOp> outputs;
   for (size_t i = 0; i < results.size(); ++i) {

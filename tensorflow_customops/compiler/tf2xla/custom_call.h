@@ -107,13 +107,16 @@ struct CustomCallResult {
 // tf.boolean_mask), which the call cannot take, so operands are passed padded
 // to their bound and the count says how many rows are real. Other dynamic
 // dimensions are refused (HasOtherDynamicDimensions). With
-// `results_alias_operands`, result i is operand i's buffer. A legacy call's
-// attributes also describe its operands and results (legacy::CallFrame).
+// `results_alias_operands`, result i is operand i's buffer. With
+// `has_side_effect`, XLA keeps the call even where nothing reads its results
+// (a check). A legacy call's attributes also describe its operands and
+// results (legacy::CallFrame).
 std::vector<xla::XlaOp> EmitCustomCall(
     XlaOpKernelContext* context, const char* target,
     std::vector<xla::XlaOp> operands, int boxes,
     const std::vector<CustomCallResult>& results,
-    const FfiAttributes& attributes, bool results_alias_operands = false);
+    const FfiAttributes& attributes, bool results_alias_operands = false,
+    bool has_side_effect = false);
 
 // Whether some operand has a dynamic dimension besides a first dimension the
 // size of the boxes' (operands `rows`): the custom call cannot take it, and

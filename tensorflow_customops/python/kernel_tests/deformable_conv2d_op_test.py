@@ -6,6 +6,8 @@ argument errors. The registry entry adds the cross-op checks (determinism,
 threads, large shapes, the C++ gradient, fuzzing, goldens);
 deformable_conv2d_torchvision_parity_test compares with torchvision."""
 
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
@@ -14,6 +16,7 @@ import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests import (
     deformable_conv2d_reference as ref,
 )
+from tensorflow_customops.python.kernel_tests import xla_test_util
 from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library
 
 _ops = load_library.load_op_library()
@@ -357,7 +360,7 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             tf.constant(a) for a in (case.input, case.offset, case.filter, case.mask)
         )
 
-        def second_order(x):
+        def second_order(x, upstream=None):
             with tf.GradientTape() as outer:
                 outer.watch(x)
                 with tf.GradientTape() as inner:
@@ -365,20 +368,35 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
                     y = tfco.deform_conv2d(x, offset, filt, mask=mask, **case.kwargs())
                     loss = tf.reduce_sum(y * y)
                 grad = inner.gradient(loss, x)
-            return outer.gradient(grad, x)
+            return outer.gradient(grad, x, output_gradients=upstream)
 
-        # Eagerly the plain message; in a graph, an Assert's.
+        message = deformable_conv2d_ops.SECOND_ORDER_ERROR
+        # Eagerly the plain message; in a graph, CheckCondition's (the same).
         with self.assertRaises(tf.errors.InvalidArgumentError) as ctx:
             second_order(x)
-        self.assertEqual(
-            ctx.exception.message, deformable_conv2d_ops.SECOND_ORDER_ERROR
-        )
-        with self.assertRaisesRegex(
-            tf.errors.InvalidArgumentError,
-            r"assertion failed: \[CustomOps>DeformableConv2dGrad has no gradient: "
-            r"second derivatives of deform_conv2d are not implemented\]",
-        ):
+        self.assertEqual(ctx.exception.message, message)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
             tf.function(second_order)(x)
+        # Under jit, ones flowing in are known when XLA compiles: the
+        # compilation fails, on either lowering.
+        for hlo in (False, True):
+            with xla_test_util.hlo_lowering() if hlo else contextlib.nullcontext():
+                with self.subTest(hlo=hlo):
+                    with self.assertRaisesRegex(
+                        tf.errors.InvalidArgumentError, message
+                    ):
+                        tf.function(second_order, jit_compile=True)(x)
+        # An upstream gradient known at run time only: the custom call raises,
+        # and zeros give zeros; the HLO lowering cannot raise and gives zeros.
+        upstream = tf.ones_like(x)
+        if xla_test_util.custom_calls():
+            jit = tf.function(second_order, jit_compile=True)
+            with self.assertRaisesRegex(xla_test_util.data_error(), message):
+                jit(x, upstream)
+            self.assertAllEqual(jit(x, 0 * upstream), tf.zeros_like(x))
+        with xla_test_util.hlo_lowering():
+            jit = tf.function(second_order, jit_compile=True)
+            self.assertAllEqual(jit(x, upstream), tf.zeros_like(x))
 
     def test_wrapper_errors(self):
         case = ref.make_case(13)

@@ -2,11 +2,14 @@
 shown to fix the failure it exists for, and each rejecting bad arguments by
 name, also at run time in `tf.function` where values or shapes are unknown."""
 
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python.kernel_tests import xla_test_util
 
 
 def _grad(fn, *xs, upstream=None):
@@ -354,42 +357,69 @@ class ArgumentErrorsTest(tf.test.TestCase, parameterized.TestCase):
                 )
                 self.assertAllEqual(dx, expected)
 
-    def test_run_time_checks(self):
+    @parameterized.named_parameters(
+        ("graph", False, False), ("jit", True, False), ("jit_hlo", True, True)
+    )
+    def test_run_time_checks(self, jit, hlo):
         # In a tf.function without static values or shapes, the checks run
-        # with the graph.
+        # with the graph (CustomOps>CheckCondition). Under jit_compile the
+        # shapes are known when XLA compiles, and their checks fail the
+        # compilation on either lowering; the bounds' values are checked by a
+        # custom call on the CPU, and pass unchecked with the HLO lowering.
+        if jit and not hlo and not xla_test_util.custom_calls():
+            self.skipTest("this build's lowerings build HLO only")
         spec = tf.TensorSpec(None, tf.float32)
+        with xla_test_util.hlo_lowering() if hlo else contextlib.nullcontext():
 
-        @tf.function(input_signature=[spec] * 3)
-        def clip(x, lo, hi):
-            return _grad(lambda v: _G.clip_gradient(v, lo, hi), x)[0]
+            @tf.function(input_signature=[spec] * 3, jit_compile=jit)
+            def clip(x, lo, hi):
+                return _grad(lambda v: _G.clip_gradient(v, lo, hi), x)[0]
 
-        @tf.function(input_signature=[spec] * 2)
-        def cross_entropy(logits, labels):
-            return _G.softmax_cross_entropy(logits, labels)
+            @tf.function(input_signature=[spec] * 2, jit_compile=jit)
+            def cross_entropy(logits, labels):
+                return _G.softmax_cross_entropy(logits, labels)
 
-        @tf.function(input_signature=[tf.TensorSpec(None, tf.bool), spec])
-        def where(cond, x):
-            return _G.safe_where(cond, tf.sqrt, tf.zeros_like, x)
+            @tf.function(
+                input_signature=[tf.TensorSpec(None, tf.bool), spec], jit_compile=jit
+            )
+            def where(cond, x):
+                return _G.safe_where(cond, tf.sqrt, tf.zeros_like, x)
 
-        ones = tf.ones([2, 3])
-        self.assertAllEqual(clip(ones, -1.0, 1.0), ones)
-        for call, message in (
-            (lambda: clip(ones, 1.0, -1.0), "lo must be at most hi, and neither NaN"),
-            (lambda: clip(ones, np.nan, 1.0), "lo must be at most hi"),
-            (lambda: clip(ones, tf.ones([2]), 2.0), "lo must broadcast to the shape"),
-            (lambda: clip(ones, -1.0, tf.ones([4, 2, 3])), "hi must broadcast to"),
-            (
-                lambda: cross_entropy(ones, tf.ones([2, 1])),
-                "labels must have the shape of logits",
-            ),
-            (
-                lambda: where(tf.ones([3], tf.bool), tf.ones([1])),
-                r"inputs\[0\] must have the shape of cond",
-            ),
-        ):
-            with self.subTest(message=message):
-                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
-                    call()
+            ones = tf.ones([2, 3])
+            self.assertAllEqual(clip(ones, -1.0, 1.0), ones)
+            self.assertAllEqual(where(tf.ones([3], tf.bool), tf.ones([3])), [1, 1, 1])
+            self.assertAllClose(
+                cross_entropy(ones, ones / 3), tf.fill([2], np.log(3.0))
+            )
+            for call, message in (
+                (lambda: clip(ones, tf.ones([2]), 2.0), "lo must broadcast to the"),
+                (lambda: clip(ones, -1.0, tf.ones([4, 2, 3])), "hi must broadcast to"),
+                (
+                    lambda: cross_entropy(ones, tf.ones([2, 1])),
+                    "labels must have the shape of logits",
+                ),
+                (
+                    lambda: where(tf.ones([3], tf.bool), tf.ones([1])),
+                    r"inputs\[0\] must have the shape of cond",
+                ),
+            ):
+                with self.subTest(message=message):
+                    with self.assertRaisesRegex(
+                        tf.errors.InvalidArgumentError, message
+                    ):
+                        call()
+            for bounds in ((1.0, -1.0), (np.nan, 1.0)):
+                with self.subTest(bounds=bounds):
+                    if hlo:
+                        clip(ones, *bounds)
+                        continue
+                    with self.assertRaisesRegex(
+                        xla_test_util.data_error()
+                        if jit
+                        else tf.errors.InvalidArgumentError,
+                        "lo must be at most hi, and neither NaN",
+                    ):
+                        clip(ones, *bounds)
 
 
 if __name__ == "__main__":

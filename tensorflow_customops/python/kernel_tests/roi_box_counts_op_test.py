@@ -5,7 +5,9 @@ per image) and image counts that differ from the features' raise the same
 `jit_compile` (a custom call into the kernel) and in Keras models compiled
 with `jit_compile=True`; under the HLO lowering, where nothing can raise, the
 counts are clamped to [0, K]. No jit compilation of the RoI functions and
-layers logs "Ignoring Assert operator" (XLA's note that it drops a check)."""
+layers, nor of the library's other run-time checks (second-order gradients,
+tfco.gradients), logs "Ignoring Assert operator" (XLA's note that it drops a
+check)."""
 
 import contextlib
 import os
@@ -336,9 +338,10 @@ class KerasJitCountsTest(tf.test.TestCase):
 
 # Compiles, in a fresh process with TensorFlow's logging on, every public RoI
 # function and layer path that takes per-image boxes, with static and unknown
-# shapes, forward and backward, and a Keras fit and predict, and the other
-# public ops forward and backward; then a control that does log the note, so
-# that the capture is shown to work.
+# shapes, forward and backward, and a Keras fit and predict, the other public
+# ops forward and backward, and the run-time checks of second-order gradients
+# and tfco.gradients; then a control that does log the note, so that the
+# capture is shown to work.
 _LOG_SCRIPT = textwrap.dedent(
     """
     import sys
@@ -422,6 +425,42 @@ _LOG_SCRIPT = textwrap.dedent(
         spec(4), spec(4), spec(4), spec(2), spec(2)])(
         tf.ones([1, 4, 4, 1]), tf.zeros([1, 3, 3, 8]), tf.ones([2, 2, 1, 1]),
         tf.ones([2, 2]), tf.ones([2, 2]))
+
+    # The run-time checks (CustomOps>CheckCondition) of second-order
+    # gradients through the RoI box gradient and DeformableConv2d gradient
+    # ops, and of tfco.gradients, shapes unknown; nothing flows in at run
+    # time, so they pass.
+    def second_order(f, b, x, offset, w, db, dx):
+        with tf.GradientTape() as outer:
+            outer.watch([b, x])
+            with tf.GradientTape() as inner:
+                inner.watch([b, x])
+                y = tfco.deform_conv2d(x, offset, w)
+                loss = tf.reduce_sum(tfco.roi_align(f, b, 2)) + tf.reduce_sum(y * y)
+            grads = inner.gradient(loss, [b, x])
+        return outer.gradient(grads, [b, x], output_gradients=[db, dx])
+
+    rows = tf.constant([[0.0, 0, 0, 3, 3]])
+    image = tf.ones([1, 4, 4, 1])
+    tf.function(second_order, jit_compile=True, input_signature=[
+        spec(4), spec(2), spec(4), spec(4), spec(4), spec(2), spec(4)])(
+        image, rows, image, tf.zeros([1, 3, 3, 8]), tf.ones([2, 2, 1, 1]),
+        tf.zeros_like(rows), tf.zeros_like(image))
+
+    def gradients(x, lo, hi, labels, cond):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tfco.gradients.clip_gradient(x, lo, hi)
+            loss = tf.reduce_sum(
+                tfco.gradients.softmax_cross_entropy(y, labels)
+            ) + tf.reduce_sum(
+                tfco.gradients.safe_where(cond, tf.sqrt, tf.zeros_like, y))
+        return tape.gradient(loss, x)
+
+    tf.function(gradients, jit_compile=True, input_signature=[
+        spec(2), tf.TensorSpec(None), tf.TensorSpec(None), spec(2),
+        tf.TensorSpec([None, None], tf.bool)])(
+        tf.ones([2, 3]), -1.0, 1.0, tf.ones([2, 3]) / 3, tf.ones([2, 3], tf.bool))
 
     print("--- control", file=sys.stderr, flush=True)
     @tf.function(jit_compile=True)

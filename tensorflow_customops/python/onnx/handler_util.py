@@ -123,6 +123,25 @@ def replace_with_op(ctx, node, op_type, inputs, attr):
     )
 
 
+def replace_with_identities(ctx, node, inputs):
+    """Replaces `node` by one Identity per output, output i passing
+    `inputs[i]` through: the checks ONNX cannot express, since an ONNX model
+    cannot fail a run."""
+    outputs = list(node.output)
+    shapes = [ctx.get_shape(y) for y in outputs]
+    dtypes = [ctx.get_dtype(y) for y in outputs]
+    ctx.remove_node(node.name)
+    for i, (x, y) in enumerate(zip(inputs, outputs)):
+        ctx.make_node(
+            "Identity",
+            [x],
+            name=f"{node.name}_{i}",
+            outputs=[y],
+            shapes=[shapes[i]],
+            dtypes=[dtypes[i]],
+        )
+
+
 def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
     """Replaces `node` by `op_type`, which computes its first output (in its
     data_format; any other output is unused) in NCHW; transposes back where

@@ -232,7 +232,7 @@ def _deformable_conv2d_grad_grad(op, *grads):
     function differentiates every output, so this cannot raise while
     tracing: nothing flowing in gives no gradient, zeros at run time give
     zeros, and anything else fails at run time rather than being taken for
-    zero (XLA drops the check)."""
+    zero."""
     if all(_known_zero(g) for g in grads):
         return [None] * len(op.inputs)
     nonzero = [tf.reduce_any(tf.not_equal(g, 0)) for g in grads if g is not None]

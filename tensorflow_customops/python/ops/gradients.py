@@ -13,6 +13,8 @@ Each checks its arguments and names the one it rejects.
 import numpy as np
 import tensorflow as tf
 
+from tensorflow_customops.python.ops.check_condition_ops import check_condition
+
 
 def _tensor(value, name):
     try:
@@ -30,8 +32,8 @@ def _floating(value, name):
 
 
 def _same_shape(value, name, like, like_name):
-    """Raises unless `value` has the shape of `like`; the run-time check for
-    dimensions unknown until then."""
+    """Raises unless `value` has the shape of `like`; for dimensions unknown
+    until run time, returns the check, for `_checked`."""
     if not value.shape.is_compatible_with(like.shape):
         raise ValueError(
             f"{name} must have the shape of {like_name}, {like.shape}, got "
@@ -39,13 +41,29 @@ def _same_shape(value, name, like, like_name):
         )
     if value.shape.is_fully_defined() and like.shape.is_fully_defined():
         return []
-    return [
-        tf.debugging.assert_equal(
-            tf.shape(value),
-            tf.shape(like),
-            message=f"{name} must have the shape of {like_name}",
-        )
-    ]
+    shape, like_shape = tf.shape(value), tf.shape(like)
+    # Compared at one length, which XLA needs to compile it.
+    rank = tf.maximum(tf.size(shape), tf.size(like_shape))
+    same = tf.logical_and(
+        tf.equal(tf.size(shape), tf.size(like_shape)),
+        tf.reduce_all(tf.equal(_padded(shape, rank), _padded(like_shape, rank))),
+    )
+    return [(same, f"{name} must have the shape of {like_name}")]
+
+
+def _padded(shape, rank):
+    """`shape` (a 1-D tensor) left-padded with ones to length `rank`."""
+    return tf.concat([tf.ones([rank - tf.size(shape)], shape.dtype), shape], 0)
+
+
+def _checked(values, checks):
+    """`values` (a list) through the run-time checks, (condition, message)
+    pairs: CustomOps>CheckCondition raises the message where its condition
+    is false, in graphs and under XLA, which drops an Assert. What reads the
+    returned tensors runs after the checks."""
+    for condition, message in checks:
+        values = check_condition(condition, values, message)
+    return list(values)
 
 
 def safe_where(cond, x_fn, y_fn, *inputs):
@@ -104,11 +122,16 @@ def safe_where(cond, x_fn, y_fn, *inputs):
                 f"x_fn and y_fn must return one dtype, got {taken.dtype.name} and "
                 f"{other.dtype.name}"
             )
-        with tf.control_dependencies(
-            _same_shape(taken, "x_fn's result", cond, "cond")
-            + _same_shape(other, "y_fn's result", cond, "cond")
-        ):
-            value = tf.where(cond, taken, other)
+        # Checked before the select, which would fail on its own first (or
+        # broadcast); the gradients below differentiate the unchecked ones.
+        value = tf.where(
+            cond,
+            *_checked(
+                [taken, other],
+                _same_shape(taken, "x_fn's result", cond, "cond")
+                + _same_shape(other, "y_fn's result", cond, "cond"),
+            ),
+        )
 
         def grad(upstream):
             from_taken = tape.gradient(taken, xs, output_gradients=upstream)
@@ -125,8 +148,7 @@ def safe_where(cond, x_fn, y_fn, *inputs):
 
         return value, grad
 
-    with tf.control_dependencies(checks):
-        return _select(*inputs)
+    return _select(*_checked(inputs, checks))
 
 
 def _branch(fn, name, xs):
@@ -204,18 +226,21 @@ def clip_gradient(x, lo, hi):
     x = _floating(x, "x")
     lo, checks = _bound(lo, "lo", x)
     hi, hi_checks = _bound(hi, "hi", x)
-    checks += hi_checks
     lo_value, hi_value = tf.get_static_value(lo), tf.get_static_value(hi)
-    if lo_value is None or hi_value is None:
-        checks.append(
-            tf.debugging.assert_less_equal(
-                lo, hi, message="lo must be at most hi, and neither NaN"
-            )
-        )
-    elif not np.all(lo_value <= hi_value):
+    known = lo_value is not None and hi_value is not None
+    if known and not np.all(lo_value <= hi_value):
         raise ValueError(
             f"lo must be at most hi, and neither NaN; got lo={lo_value} and "
             f"hi={hi_value}"
+        )
+    # x passes through the checks too, so that they run with the forward.
+    x, lo, hi = _checked([x, lo, hi], checks + hi_checks)
+    if not known:
+        # Compared once they are known to broadcast.
+        x, lo, hi = check_condition(
+            tf.reduce_all(lo <= hi),
+            [x, lo, hi],
+            "lo must be at most hi, and neither NaN",
         )
 
     @tf.custom_gradient
@@ -225,13 +250,12 @@ def clip_gradient(x, lo, hi):
 
         return tf.identity(value), grad
 
-    with tf.control_dependencies(checks):
-        return _identity(x)
+    return _identity(x)
 
 
 def _bound(value, name, x):
     """A bound of `clip_gradient` in the dtype of `x`, and the run-time check
-    that it broadcasts to `x`'s shape without growing it."""
+    that it broadcasts to `x`'s shape without growing it, for `_checked`."""
     value = _tensor(value, name)
     if not (value.dtype.is_floating or value.dtype.is_integer):
         raise TypeError(f"{name} must be a real number, got {value.dtype.name}")
@@ -250,19 +274,12 @@ def _bound(value, name, x):
         # Both shapes left-padded with ones to one rank, where each of the
         # bound's dimensions must be 1 or x's.
         rank = tf.maximum(tf.size(x_shape), tf.size(shape))
-
-        def padded(s):
-            return tf.concat([tf.ones([rank - tf.size(s)], s.dtype), s], 0)
-
+        padded = _padded(shape, rank)
         fits = tf.logical_and(
             tf.size(shape) <= tf.size(x_shape),
-            tf.reduce_all((padded(shape) == 1) | (padded(shape) == padded(x_shape))),
+            tf.reduce_all((padded == 1) | (padded == _padded(x_shape, rank))),
         )
-        checks.append(
-            tf.debugging.Assert(
-                fits, [f"{name} must broadcast to the shape of x", shape, x_shape]
-            )
-        )
+        checks.append((fits, f"{name} must broadcast to the shape of x"))
     return tf.cast(value, x.dtype), checks
 
 
@@ -301,8 +318,9 @@ def softmax_cross_entropy(logits, labels):
         labels = tf.convert_to_tensor(labels, dtype=logits.dtype)
     except (TypeError, ValueError) as error:
         raise TypeError(f"labels must be numbers: {error}") from None
-    with tf.control_dependencies(_same_shape(labels, "labels", logits, "logits")):
-        return _softmax_cross_entropy(logits, labels)
+    return _softmax_cross_entropy(
+        *_checked([logits, labels], _same_shape(labels, "labels", logits, "logits"))
+    )
 
 
 @tf.custom_gradient

@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.roi_box_counts_ops import checked_box_counts
 
 _ops = load_library.load_op_library()
@@ -1029,14 +1030,15 @@ def _known_zero(tensor):
 def _zeros_unless(op, nonzero, message):
     """Zero gradients for `op`'s inputs, or, if the scalar `nonzero` is true,
     an InvalidArgumentError with `message`: raised as is in eager mode, at
-    run time by an Assert in a graph (XLA drops the check)."""
+    run time by CustomOps>CheckCondition in a graph and under XLA (where the
+    program can raise: docs/xla.md)."""
     if tf.executing_eagerly():
         if nonzero:
             raise tf.errors.InvalidArgumentError(None, None, message)
         return [tf.zeros_like(x) for x in op.inputs]
-    check = tf.debugging.Assert(tf.logical_not(nonzero), [message])
-    with tf.control_dependencies([check]):
-        return [tf.zeros_like(x) for x in op.inputs]
+    return check_condition(
+        tf.logical_not(nonzero), [tf.zeros_like(x) for x in op.inputs], message
+    )
 
 
 def _register_box_gradient_error(op_type):
@@ -1044,7 +1046,7 @@ def _register_box_gradient_error(op_type):
     coordinates) is not implemented. A function's gradient differentiates
     every output, so a traced gradient of one cannot raise: it checks at run
     time that nothing flows in (and then is zero), and raises otherwise,
-    rather than let autodiff treat it as zero. XLA drops the check."""
+    rather than let autodiff treat it as zero."""
     message = (
         f"{op_type} has no gradient: second derivatives through RoI box "
         "coordinates are not implemented (stop the gradient at the boxes, e.g. "

@@ -15,10 +15,15 @@ _NUMPY_TYPES = {
     types_pb2.DT_DOUBLE: np.float64,
     types_pb2.DT_INT8: np.int8,
     types_pb2.DT_UINT8: np.uint8,
+    types_pb2.DT_INT16: np.int16,
+    types_pb2.DT_UINT16: np.uint16,
     types_pb2.DT_INT32: np.int32,
+    types_pb2.DT_UINT32: np.uint32,
     types_pb2.DT_INT64: np.int64,
+    types_pb2.DT_UINT64: np.uint64,
     types_pb2.DT_BOOL: np.bool_,
     types_pb2.DT_COMPLEX64: np.complex64,
+    types_pb2.DT_COMPLEX128: np.complex128,
     types_pb2.DT_STRING: np.object_,
 }
 
@@ -60,8 +65,8 @@ def make_array(rng, dtype_enum, shape, low=-3.0, high=3.0):
     values = rng.uniform(low, high, size=shape)
     if dtype_enum == types_pb2.DT_STRING:
         return np.array([str(v).encode() for v in values.flat], object).reshape(shape)
-    if dtype_enum == types_pb2.DT_COMPLEX64:
-        return (values + 1j * values).astype(np.complex64)
+    if dtype_enum in (types_pb2.DT_COMPLEX64, types_pb2.DT_COMPLEX128):
+        return (values + 1j * values).astype(numpy_type(dtype_enum))
     if dtype_enum == types_pb2.DT_BOOL:
         return values > 0
     if not is_float(dtype_enum):

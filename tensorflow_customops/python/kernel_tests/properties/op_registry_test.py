@@ -12,7 +12,7 @@ from tensorflow_customops.python.ops import load_library
 _PREFIX = "CustomOps>"
 # Ops that are stateful, like Assert: checks that must run even where nothing
 # reads their output (graphs prune stateless ops without data consumers).
-_CHECKS = ("CustomOps>RoiBoxCounts",)
+_CHECKS = ("CustomOps>CheckCondition", "CustomOps>RoiBoxCounts")
 
 
 def _library_ops():

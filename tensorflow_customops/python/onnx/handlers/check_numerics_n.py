@@ -9,19 +9,6 @@ from tensorflow_customops.python.onnx import handler_util
 class CheckNumericsN:
     @classmethod
     def version_16(cls, ctx, node, **kwargs):
-        inputs = list(node.input)
-        outputs = list(node.output)
-        shapes = [ctx.get_shape(o) for o in outputs]
-        dtypes = [ctx.get_dtype(o) for o in outputs]
-        for dtype in dtypes:
-            handler_util.refuse_double_for_tensorrt(node, dtype)
-        ctx.remove_node(node.name)
-        for i, (x, y) in enumerate(zip(inputs, outputs)):
-            ctx.make_node(
-                "Identity",
-                [x],
-                name=f"{node.name}_{i}",
-                outputs=[y],
-                shapes=[shapes[i]],
-                dtypes=[dtypes[i]],
-            )
+        for output in node.output:
+            handler_util.refuse_double_for_tensorrt(node, ctx.get_dtype(output))
+        handler_util.replace_with_identities(ctx, node, list(node.input))
