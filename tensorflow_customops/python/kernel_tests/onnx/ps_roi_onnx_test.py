@@ -256,31 +256,42 @@ class PsRoiOnnxTest(tf.test.TestCase):
                 )
 
     def testRefusedBoxesFailInOnnxRuntime(self):
+        # Every row the kernels refuse gets batch index -1, so its sub-boxes'
+        # group indices are negative, which ONNX Runtime refuses; the same
+        # row after a valid one shows that the failure is the refused row's.
         rng = np.random.default_rng(4)
         features = rng.uniform(size=(2, 6, 6, 8)).astype(np.float32)
+        valid = [1, 1, 1, 3, 3]
         for op in [_ops.custom_ops_ps_roi_pool, _ops.custom_ops_ps_roi_align]:
-            _, model = self._export(
+            fn, model = self._export(
                 op,
                 features,
                 np.zeros((1, 5), np.float32),
                 pooled_height=2,
                 pooled_width=2,
             )
-            for row, message in [
-                ([0, 1, 1, np.nan, 3], "must be finite"),
-                ([0, 1, -np.inf, 3, 3], "must be finite"),
-                ([0, 1, 1, 3e9, 3], "must be finite"),
-                ([0.5, 1, 1, 3, 3], "must be finite"),
-                ([2, 1, 1, 3, 3], "out of range"),
-                ([-1, 1, 1, 3, 3], "out of range"),
+            rois = np.array([valid], np.float32)
+            np.testing.assert_array_equal(
+                onnx_test_util.run(model, [features, rois])[0],
+                fn(features, rois).numpy(),
+            )
+            for row in [
+                [0, 1, 1, np.nan, 3],
+                [0, 1, -np.inf, 3, 3],
+                [0, 1, 1, 3e9, 3],
+                [0.5, 1, 1, 3, 3],
+                [2, 1, 1, 3, 3],
+                [-1, 1, 1, 3, 3],
             ]:
                 with self.subTest(op=op.__name__, row=row):
+                    rois = np.array([valid, row], np.float32)
+                    with self.assertRaises(tf.errors.InvalidArgumentError):
+                        fn(features, rois)
                     with self.assertRaisesRegex(
-                        ort.capi.onnxruntime_pybind11_state.InvalidArgument, message
+                        ort.capi.onnxruntime_pybind11_state.InvalidArgument,
+                        r"batch_indices value -\d+ at index \d+ is out of range",
                     ):
-                        onnx_test_util.run(
-                            model, [features, np.array([row], np.float32)]
-                        )
+                        onnx_test_util.run(model, [features, rois])
 
     def testTensorRtTarget(self):
         for op in [_ops.custom_ops_ps_roi_pool, _ops.custom_ops_ps_roi_align]:

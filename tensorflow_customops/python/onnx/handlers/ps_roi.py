@@ -122,33 +122,17 @@ def _grouped_features(b, node, bins):
 
 def _box_rows(b, node, spatial_scale):
     """Per-box rows [1, K]: x1, y1, x2, y2 scaled by spatial_scale in the
-    compute type (as the kernels scale them), the batch index (int64) and a
-    term that is 0 for a box the kernels accept and NaN for one they refuse
-    (already added to x1), which makes RoiAlign refuse it too."""
+    compute type (as the kernels scale them), and the batch indices (int64),
+    -1 for a box the kernels refuse (handler_util.checked_rois), which makes
+    every group index of its sub-boxes negative and RoiAlign refuse them."""
     boxes, batch = handler_util.split_rois(b.ctx, node, 1, b.dtype)
     # The kernels scale by the float attribute, widened to double for double.
     scaled = b.op(
         "Transpose", b.op("Mul", boxes, b.const(np.float32(spatial_scale))), perm=[1, 0]
     )
-    in_range = b.op("LessOrEqual", b.op("Abs", scaled), b.const(_MAX_SCALED_COORDINATE))
-    in_range = b.graph.make_reduce_min(
-        {
-            "data": b.op("Cast", in_range, to=TensorProto.INT32),
-            "axes": [0],
-            "keepdims": 1,
-        }
-    )
-    index = b.graph.make_slice(
-        {"data": node.input[1], "starts": [0], "ends": [1], "axes": [1]}
-    )
-    index = b.op("Transpose", index, perm=[1, 0])
-    integral = b.op("Equal", b.op("Floor", index), index)
-    ok = b.op("And", b.op("Cast", in_range, to=TensorProto.BOOL), integral)
-    invalid = b.op("Where", ok, b.const([0.0]), b.const([np.nan]))
     rows = [b.row(scaled, i) for i in range(4)]
-    rows[0] = b.op("Add", rows[0], invalid)
     batch = b.graph.make_unsqueeze({"data": batch, "axes": [0]})
-    return rows, batch, invalid
+    return rows, batch
 
 
 def _pool_edges(b, start, end, bins, size):
@@ -359,12 +343,9 @@ def _convert(ctx, node, axes_of):
     bins = bins_h * bins_w
     features = _grouped_features(b, node, bins)
     scale = node.get_attr_value("spatial_scale")
-    rows, batch, invalid = _box_rows(b, node, scale)
+    rows, batch = _box_rows(b, node, scale)
     sizes = (b.dims(features, 3, 4), b.dims(features, 2, 3))
     x, y = axes_of(b, rows, sizes)
-    # A box the kernels refuse has NaN coordinates, which RoiAlign refuses;
-    # whole-pixel bins would round them away.
-    x.first = b.op("Add", x.first, invalid)
     # Sub-boxes [bins_h, bins_w, K]: bin (i, j) of box k at (i * bins_w + j) * K + k.
     shape = b.op("Concat", b.int64([bins_h, bins_w]), b.dims(batch, 1, 2), axis=0)
 
