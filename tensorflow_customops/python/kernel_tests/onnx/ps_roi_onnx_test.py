@@ -31,19 +31,21 @@ _EPSILON = {np.float32: 2.0**-23, np.float64: 2.0**-52}
 def _boxes(rng, batch, height, width, scale, dtype):
     """Boxes [K, 5] of every kind: random over and around the map, corners on
     .5 after scaling, sub-pixel, bins a unit in the last place from whole
-    pixels (where the adaptive grid steps), and the registry's edge cases
-    (partly and wholly off the map, tiny, degenerate, the whole map)."""
+    pixels (where the adaptive grid steps), reversed (x2 < x1, y2 < y1 or
+    both), and the registry's edge cases (partly and wholly off the map,
+    tiny, degenerate, the whole map)."""
     count = 60
 
-    def rows(corners):
-        return np.concatenate(
-            [
-                rng.integers(0, batch, (len(corners), 1)),
-                np.minimum(corners[:, :2], corners[:, 2:]),
-                np.maximum(corners[:, :2], corners[:, 2:]),
-            ],
-            1,
-        )
+    def rows(corners, ordered=True):
+        if ordered:
+            corners = np.concatenate(
+                [
+                    np.minimum(corners[:, :2], corners[:, 2:]),
+                    np.maximum(corners[:, :2], corners[:, 2:]),
+                ],
+                1,
+            )
+        return np.concatenate([rng.integers(0, batch, (len(corners), 1)), corners], 1)
 
     size = np.array([width, height, width, height])
     uniform = rng.uniform(-0.3, 1.3, (count, 4)) * size / scale
@@ -65,8 +67,21 @@ def _boxes(rng, batch, height, width, scale, dtype):
     column = rng.integers(0, width, (count // 4, 1)) + 0.5
     top = np.where(rng.integers(0, 2, column.shape), height - 2, height - 1.5)
     edge = np.concatenate([column, top, column + 0.5, top + 4], 1)
+    # Reversed: PsRoiAlign's adaptive grid gives their bins no samples (0),
+    # a fixed one samples them backwards; PsRoiPool takes them 1 pixel long.
+    reversed_ = rows(uniform)
+    third = count // 3
+    reversed_[:third, [1, 3]] = reversed_[:third, [3, 1]]
+    reversed_[third : 2 * third, [2, 4]] = reversed_[third : 2 * third, [4, 2]]
+    reversed_[2 * third :, 1:] = reversed_[2 * third :, [3, 4, 1, 2]]
+    # The edge boxes reversed along x by 9 pixels or more (an adaptive grid
+    # of -3 or less with 3 bins), their y samples still on the edge.
+    reversed_edge = edge.copy()
+    reversed_edge[:, 2] = edge[:, 0] - rng.uniform(9, 20, len(edge))
     parts = [
         rows(uniform),
+        reversed_,
+        rows(reversed_edge / scale, ordered=False),
         rows(halves),
         rows(thin),
         rows(edge / scale),

@@ -25,7 +25,9 @@ sub-box geometry is computed in the graph with the kernels' arithmetic
   where rounding would change it), and the map's drop edges (samples beyond
   -1 or the map's size count as 0): a sub-box with a sample within rounding
   of them is recomputed by RoiAlign over its whole box, whose geometry is the
-  kernel's, keeping its bin (rare; a box's bins of work each). With
+  kernel's, keeping its bin (rare; a box's bins of work each), unless the
+  kernel's adaptive grid gives the bin no samples along an axis (a reversed
+  box), which pools it to 0 as the sub-box does. With
   aligned=False that takes output_half_pixel mode for boxes of a pixel or
   more, and half_pixel with coordinates shifted by 0.5 where the shift is
   exact; a box that is neither (under a pixel, with coordinates too fine for
@@ -160,18 +162,27 @@ def _pool_edges(b, start, end, bins, size):
 class _Axis:
     """One axis of a bin grid: sub-box edges [bins, K] for half_pixel mode;
     for PsRoiAlign, which sub-boxes RoiAlign might sample differently from the
-    kernel ([bins, K] bool), and for PsRoiAlign with aligned=False, where
-    RoiAlign reproduces the kernel's whole-box geometry along the axis ([1, K]
-    bool): in output_half_pixel mode (`at_least_one`: it enlarges boxes to 1
-    pixel), in half_pixel mode with coordinates shifted by 0.5
-    (`shift_undone`: its -0.5 restores them exactly)."""
+    kernel ([bins, K] bool) and, with the adaptive grid, which bins the
+    kernel samples along the axis at all ([bins, K] bool); for PsRoiAlign
+    with aligned=False, where RoiAlign reproduces the kernel's whole-box
+    geometry along the axis ([1, K] bool): in output_half_pixel mode
+    (`at_least_one`: it enlarges boxes to 1 pixel), in half_pixel mode with
+    coordinates shifted by 0.5 (`shift_undone`: its -0.5 restores them
+    exactly)."""
 
     def __init__(
-        self, first, last, near_edge=None, at_least_one=None, shift_undone=None
+        self,
+        first,
+        last,
+        near_edge=None,
+        sampled=None,
+        at_least_one=None,
+        shift_undone=None,
     ):
         self.first = first
         self.last = last
         self.near_edge = near_edge
+        self.sampled = sampled
         self.at_least_one = at_least_one
         self.shift_undone = shift_undone
 
@@ -226,8 +237,7 @@ def _near_drop_edges(b, bin_start, bin_size, grid, size):
             }
         )
         near.append(b.op("Cast", close, to=TensorProto.BOOL))
-    sampled = b.op("Greater", grid, b.const(0.0))
-    return b.op("And", b.op("Or", *near), sampled)
+    return b.op("Or", *near)
 
 
 def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
@@ -281,8 +291,9 @@ def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
     # A bin the kernel gives no samples (grid <= 0) gets an empty sub-box:
     # a negative grid along one axis and a positive one along the other would
     # make RoiAlign size its sample table negative.
-    last = b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
-    return _Axis(first, last, near, **exactness)
+    sampled = b.op("Greater", grid, b.const(0.0))
+    last = b.op("Where", sampled, last, first)
+    return _Axis(first, last, near, sampled, **exactness)
 
 
 def _whole_box_bins(b, node, pooled, features, boxes, batch, redo, mode, attr):
@@ -381,11 +392,13 @@ def _convert(ctx, node, axes_of):
     channels = b.dims(features, 1, 2)
     pooled = b.op("Reshape", pooled, b.op("Concat", b.int64([-1]), channels, axis=0))
     if x.near_edge is not None:
-        near = b.op(
-            "Reshape",
-            b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1)),
-            b.int64([-1]),
-        )
+        near = b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1))
+        if x.sampled is not None:
+            # Whole boxes with no samples along an axis would make RoiAlign
+            # size its sample table negative (see _align_axis).
+            sampled = b.op("And", spread(x.sampled, 0), spread(y.sampled, 1))
+            near = b.op("And", near, sampled)
+        near = b.op("Reshape", near, b.int64([-1]))
         boxes = b.op("Transpose", b.op("Concat", *rows, axis=0), perm=[1, 0])
         routes = [("half_pixel", None, None)]
         if x.at_least_one is not None:
