@@ -11,11 +11,6 @@ import onnxruntime
 import tensorflow as tf
 
 from examples import two_stage_detector as detector
-from tensorflow_customops.python.onnx import handler_util
-
-
-def _has_handlers(*ops):
-    return all("CustomOps>" + op in handler_util.MIN_OPSETS for op in ops)
 
 
 class TwoStageDetectorOnnxTest(tf.test.TestCase):
@@ -35,8 +30,6 @@ class TwoStageDetectorOnnxTest(tf.test.TestCase):
             self.assertLessEqual(max(differences.values()), detector.ONNX_TOLERANCE)
 
     def test_trained_model(self):
-        if not _has_handlers("RoiBoxCounts"):
-            self.skipTest("no ONNX handler of RoiBoxCounts yet")
         path = os.path.join(self.get_temp_dir(), "detector.onnx")
         # --export-onnx after a short training: exits if ORT differs.
         detector.main(
@@ -57,13 +50,9 @@ class TwoStageDetectorOnnxTest(tf.test.TestCase):
         )
 
     def test_dynamic_batch_and_proposal_counts(self):
-        if not _has_handlers("RoiBoxCounts"):
-            self.skipTest("no ONNX handler of RoiBoxCounts yet")
         self.assert_exports(detector.build_model(seed=1))
 
     def test_deformable(self):
-        if not _has_handlers("RoiBoxCounts", "DeformableConv2d"):
-            self.skipTest("no ONNX handler of RoiBoxCounts or DeformableConv2d yet")
         self.assert_exports(detector.build_model(seed=1, deformable=True))
 
 

@@ -1,7 +1,9 @@
 """Runs exported models in ONNX Runtime for the export tests."""
 
+import ml_dtypes
 import numpy as np
 import onnxruntime as ort
+from onnx import TensorProto
 
 from tensorflow_customops.python.onnx import export
 
@@ -16,10 +18,22 @@ def session(model, threads=1):
     )
 
 
+def feed(x):
+    """`x` as ONNX Runtime takes it: bfloat16 arrays, to which its Python API
+    maps no NumPy type, as their bits typed bfloat16. (It returns no bfloat16
+    outputs either: a function under test casts them to float.)"""
+    x = np.asarray(x)
+    if x.dtype == ml_dtypes.bfloat16:
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+            x.view(np.uint16), TensorProto.BFLOAT16
+        )
+    return x
+
+
 def run(model, inputs):
     """The outputs of `model` in ONNX Runtime for `inputs`, in input order."""
     sess = session(model)
-    feeds = {i.name: np.asarray(x) for i, x in zip(sess.get_inputs(), inputs)}
+    feeds = {i.name: feed(x) for i, x in zip(sess.get_inputs(), inputs)}
     return sess.run(None, feeds)
 
 

@@ -31,19 +31,21 @@ _EPSILON = {np.float32: 2.0**-23, np.float64: 2.0**-52}
 def _boxes(rng, batch, height, width, scale, dtype):
     """Boxes [K, 5] of every kind: random over and around the map, corners on
     .5 after scaling, sub-pixel, bins a unit in the last place from whole
-    pixels (where the adaptive grid steps), and the registry's edge cases
-    (partly and wholly off the map, tiny, degenerate, the whole map)."""
+    pixels (where the adaptive grid steps), reversed (x2 < x1, y2 < y1 or
+    both), and the registry's edge cases (partly and wholly off the map,
+    tiny, degenerate, the whole map)."""
     count = 60
 
-    def rows(corners):
-        return np.concatenate(
-            [
-                rng.integers(0, batch, (len(corners), 1)),
-                np.minimum(corners[:, :2], corners[:, 2:]),
-                np.maximum(corners[:, :2], corners[:, 2:]),
-            ],
-            1,
-        )
+    def rows(corners, ordered=True):
+        if ordered:
+            corners = np.concatenate(
+                [
+                    np.minimum(corners[:, :2], corners[:, 2:]),
+                    np.maximum(corners[:, :2], corners[:, 2:]),
+                ],
+                1,
+            )
+        return np.concatenate([rng.integers(0, batch, (len(corners), 1)), corners], 1)
 
     size = np.array([width, height, width, height])
     uniform = rng.uniform(-0.3, 1.3, (count, 4)) * size / scale
@@ -65,8 +67,21 @@ def _boxes(rng, batch, height, width, scale, dtype):
     column = rng.integers(0, width, (count // 4, 1)) + 0.5
     top = np.where(rng.integers(0, 2, column.shape), height - 2, height - 1.5)
     edge = np.concatenate([column, top, column + 0.5, top + 4], 1)
+    # Reversed: PsRoiAlign's adaptive grid gives their bins no samples (0),
+    # a fixed one samples them backwards; PsRoiPool takes them 1 pixel long.
+    reversed_ = rows(uniform)
+    third = count // 3
+    reversed_[:third, [1, 3]] = reversed_[:third, [3, 1]]
+    reversed_[third : 2 * third, [2, 4]] = reversed_[third : 2 * third, [4, 2]]
+    reversed_[2 * third :, 1:] = reversed_[2 * third :, [3, 4, 1, 2]]
+    # The edge boxes reversed along x by 9 pixels or more (an adaptive grid
+    # of -3 or less with 3 bins), their y samples still on the edge.
+    reversed_edge = edge.copy()
+    reversed_edge[:, 2] = edge[:, 0] - rng.uniform(9, 20, len(edge))
     parts = [
         rows(uniform),
+        reversed_,
+        rows(reversed_edge / scale, ordered=False),
         rows(halves),
         rows(thin),
         rows(edge / scale),
@@ -210,77 +225,72 @@ class PsRoiOnnxTest(tf.test.TestCase):
             (_ops.custom_ops_ps_roi_pool, {}),
             (_ops.custom_ops_ps_roi_align, {"sampling_ratio": -1}),
         ]
-        for op, attrs in ops:
-            with self.subTest(dtype="float16", op=op.__name__):
-                half = features.astype(np.float16)
-                fn, model = self._export(
-                    op, half, rois, pooled_height=3, pooled_width=3, **attrs
-                )
-                got = onnx_test_util.run(model, [half, rois])[0]
-                self.assertEqual(got.dtype, np.float16)
-                # Both round a float result once; PsRoiAlign's float results
-                # may differ in the last places (see above), which can move
-                # that rounding by one step.
-                np.testing.assert_allclose(
-                    got, fn(half, rois).numpy(), rtol=2.0**-10, atol=2.0**-24
-                )
-        # NumPy has no bfloat16 that ONNX Runtime takes: float in and out,
-        # cast around the op in the model. tf2onnx fuses the casts
-        # float -> bfloat16 -> float that meet the handler's own, dropping
-        # their rounding, so the features are fed already rounded and the
-        # output is compared to within one bfloat16 step.
-        rounded = tf.cast(tf.cast(features, tf.bfloat16), tf.float32).numpy()
-        signature = [
-            tf.TensorSpec([None, 9, 10, 2 * 9], tf.float32),
-            tf.TensorSpec([None, 5], tf.float32),
-        ]
-        for op, attrs in ops:
-            with self.subTest(dtype="bfloat16", op=op.__name__):
+        for dtype, step in [(tf.float16, 2.0**-10), (tf.bfloat16, 2.0**-7)]:
+            signature = [
+                tf.TensorSpec([None, 9, 10, 2 * 9], dtype),
+                tf.TensorSpec([None, 5], tf.float32),
+            ]
+            narrow = tf.cast(features, dtype).numpy()
+            for op, attrs in ops:
+                with self.subTest(dtype=dtype.name, op=op.__name__):
+                    # Read as float (exact), as ONNX Runtime returns no
+                    # bfloat16 arrays.
+                    @tf.function(input_signature=signature)
+                    def fn(x, r, op=op, attrs=attrs):
+                        pooled = op(x, r, pooled_height=3, pooled_width=3, **attrs)
+                        return tf.cast(pooled, tf.float32)
 
-                @tf.function(input_signature=signature)
-                def fn(x, r, op=op, attrs=attrs):
-                    pooled = op(
-                        tf.cast(x, tf.bfloat16),
-                        r,
-                        pooled_height=3,
-                        pooled_width=3,
-                        **attrs,
+                    expected, got, _ = onnx_test_util.export_and_run(
+                        fn, signature, [narrow, rois]
                     )
-                    return tf.cast(pooled, tf.float32)
-
-                expected, got, _ = onnx_test_util.export_and_run(
-                    fn, signature, [rounded, rois]
-                )
-                np.testing.assert_allclose(
-                    got[0], expected[0], rtol=2.0**-7, atol=2.0**-30
-                )
+                    if op is _ops.custom_ops_ps_roi_pool:
+                        # The same float sums, rounded once.
+                        np.testing.assert_array_equal(got[0], expected[0])
+                        continue
+                    # PsRoiAlign's float results may differ in the last
+                    # places (see above), which can move the rounding by one
+                    # step.
+                    np.testing.assert_allclose(
+                        got[0], expected[0], rtol=step, atol=2.0**-24
+                    )
 
     def testRefusedBoxesFailInOnnxRuntime(self):
+        # Every row the kernels refuse gets batch index -1, so its sub-boxes'
+        # group indices are negative, which ONNX Runtime refuses; the same
+        # row after a valid one shows that the failure is the refused row's.
         rng = np.random.default_rng(4)
         features = rng.uniform(size=(2, 6, 6, 8)).astype(np.float32)
+        valid = [1, 1, 1, 3, 3]
         for op in [_ops.custom_ops_ps_roi_pool, _ops.custom_ops_ps_roi_align]:
-            _, model = self._export(
+            fn, model = self._export(
                 op,
                 features,
                 np.zeros((1, 5), np.float32),
                 pooled_height=2,
                 pooled_width=2,
             )
-            for row, message in [
-                ([0, 1, 1, np.nan, 3], "must be finite"),
-                ([0, 1, -np.inf, 3, 3], "must be finite"),
-                ([0, 1, 1, 3e9, 3], "must be finite"),
-                ([0.5, 1, 1, 3, 3], "must be finite"),
-                ([2, 1, 1, 3, 3], "out of range"),
-                ([-1, 1, 1, 3, 3], "out of range"),
+            rois = np.array([valid], np.float32)
+            np.testing.assert_array_equal(
+                onnx_test_util.run(model, [features, rois])[0],
+                fn(features, rois).numpy(),
+            )
+            for row in [
+                [0, 1, 1, np.nan, 3],
+                [0, 1, -np.inf, 3, 3],
+                [0, 1, 1, 3e9, 3],
+                [0.5, 1, 1, 3, 3],
+                [2, 1, 1, 3, 3],
+                [-1, 1, 1, 3, 3],
             ]:
                 with self.subTest(op=op.__name__, row=row):
+                    rois = np.array([valid, row], np.float32)
+                    with self.assertRaises(tf.errors.InvalidArgumentError):
+                        fn(features, rois)
                     with self.assertRaisesRegex(
-                        ort.capi.onnxruntime_pybind11_state.InvalidArgument, message
+                        ort.capi.onnxruntime_pybind11_state.InvalidArgument,
+                        r"batch_indices value -\d+ at index \d+ is out of range",
                     ):
-                        onnx_test_util.run(
-                            model, [features, np.array([row], np.float32)]
-                        )
+                        onnx_test_util.run(model, [features, rois])
 
     def testTensorRtTarget(self):
         for op in [_ops.custom_ops_ps_roi_pool, _ops.custom_ops_ps_roi_align]:

@@ -2,13 +2,7 @@
 `[N, K, 4]` boxes and `box_counts`, ragged boxes, `multi_scale_roi_align`,
 and the Keras RoI layers in models, run in ONNX Runtime with dynamic batch
 and box counts against TensorFlow, bit for bit.
-
-Every graph here holds CustomOps>RoiBoxCounts (the check of the counts and
-image count) and the PS layers CustomOps>PsRoiAlign and PsRoiPool, whose
-handlers live in other modules: a test runs once they are registered.
 """
-
-import unittest
 
 import keras
 import numpy as np
@@ -17,15 +11,7 @@ from absl.testing import parameterized
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
-from tensorflow_customops.python.onnx import export, handler_util, handlers  # noqa: F401
-
-
-def _needs(*ops):
-    missing = [op for op in ops if "CustomOps>" + op not in handler_util.MIN_OPSETS]
-    return unittest.skipIf(missing, f"no ONNX handler of {', '.join(missing)} yet")
-
-
-_NEEDS_BOX_COUNTS = _needs("RoiBoxCounts")
+from tensorflow_customops.python.onnx import export
 
 _CHANNELS = 3
 
@@ -93,7 +79,6 @@ class _ExportTestCase(parameterized.TestCase, tf.test.TestCase):
         return cases
 
 
-@_NEEDS_BOX_COUNTS
 class PerImageBoxesTest(_ExportTestCase):
     @parameterized.parameters(["NHWC", "NCHW"])
     def test_functions_with_box_counts(self, data_format):
@@ -191,7 +176,6 @@ def _model(layer, levels=1, data_format="channels_last"):
     return keras.Model([*features, boxes, counts], pooled)
 
 
-@_NEEDS_BOX_COUNTS
 class KerasLayersTest(_ExportTestCase):
     def assert_model_exact(self, model, levels=1, data_format="NHWC", rng_seed=0):
         fn = tf.function(lambda *inputs: model(list(inputs)))
@@ -249,7 +233,6 @@ class KerasLayersTest(_ExportTestCase):
         np.testing.assert_array_equal(values, expected.flat_values)
         np.testing.assert_array_equal(splits, expected.row_splits)
 
-    @_needs("PsRoiAlign", "PsRoiPool")
     def test_position_sensitive_layers(self):
         for layer in (
             tfco.layers.PSRoIAlign(1, spatial_scale=0.5),

@@ -2,7 +2,6 @@
 ONNX Runtime: equal to the kernels, bit for bit."""
 
 import itertools
-import unittest
 
 import numpy as np
 import tensorflow as tf
@@ -169,34 +168,32 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
             )
             self.assert_exact(fn, [features, rows], signature)
 
-    @unittest.skip(
-        "enable after merging the export of helper A's branch, which refuses "
-        "bfloat16 graphs: tf2onnx 1.17.0 maps TensorFlow's bfloat16 to ONNX "
-        "float16 (tf_utils.py), so the ops' handlers see float16"
-    )
-    def test_bfloat16_refused(self):
+    @parameterized.parameters("NHWC", "NCHW")
+    def test_bfloat16(self, data_format):
+        # Computed in float and rounded once, as half; the result is read as
+        # float (exact), as ONNX Runtime returns no bfloat16 arrays.
+        rng = np.random.default_rng(11)
+        features = _features(rng, (2, 7, 6, 2), data_format)
+        features = tf.cast(features, tf.bfloat16).numpy()
+        rows = _rows(rng, 40, 2, 7, 6, 0.5)
         for op in (_ops.custom_ops_roi_align, _ops.custom_ops_roi_pool):
 
             @tf.function
             def fn(features, rois, op=op):
                 pooled = op(
-                    tf.cast(features, tf.bfloat16),
+                    features,
                     rois,
                     pooled_height=2,
                     pooled_width=3,
+                    spatial_scale=0.5,
+                    data_format=data_format,
                 )
-                return tf.cast(
-                    pooled if op is _ops.custom_ops_roi_align else pooled[0], tf.float32
-                )
+                if op is _ops.custom_ops_roi_pool:
+                    pooled = pooled[0]
+                return tf.cast(pooled, tf.float32)
 
-            with self.assertRaisesRegex(ExportError, "bfloat16"):
-                export.export(fn, _SIGNATURE)
+            self.assert_exact(fn, [features, rows], _signature(tf.bfloat16))
 
-    @unittest.skip(
-        "enable after merging the export of helper A's branch, which keeps "
-        "tf2onnx's optimizer from dropping a Cast to float16 that a Cast to "
-        "float32 follows (BackToBackOptimizer: 1.1e-4 off here without)"
-    )
     def test_half_result_cast_to_float(self):
         rng = np.random.default_rng(10)
         features = _features(rng, (2, 7, 6, 2), "NHWC")

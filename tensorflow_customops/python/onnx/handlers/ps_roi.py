@@ -25,7 +25,9 @@ sub-box geometry is computed in the graph with the kernels' arithmetic
   where rounding would change it), and the map's drop edges (samples beyond
   -1 or the map's size count as 0): a sub-box with a sample within rounding
   of them is recomputed by RoiAlign over its whole box, whose geometry is the
-  kernel's, keeping its bin (rare; a box's bins of work each). With
+  kernel's, keeping its bin (rare; a box's bins of work each), unless the
+  kernel's adaptive grid gives the bin no samples along an axis (a reversed
+  box), which pools it to 0 as the sub-box does. With
   aligned=False that takes output_half_pixel mode for boxes of a pixel or
   more, and half_pixel with coordinates shifted by 0.5 where the shift is
   exact; a box that is neither (under a pixel, with coordinates too fine for
@@ -122,33 +124,17 @@ def _grouped_features(b, node, bins):
 
 def _box_rows(b, node, spatial_scale):
     """Per-box rows [1, K]: x1, y1, x2, y2 scaled by spatial_scale in the
-    compute type (as the kernels scale them), the batch index (int64) and a
-    term that is 0 for a box the kernels accept and NaN for one they refuse
-    (already added to x1), which makes RoiAlign refuse it too."""
+    compute type (as the kernels scale them), and the batch indices (int64),
+    -1 for a box the kernels refuse (handler_util.checked_rois), which makes
+    every group index of its sub-boxes negative and RoiAlign refuse them."""
     boxes, batch = handler_util.split_rois(b.ctx, node, 1, b.dtype)
     # The kernels scale by the float attribute, widened to double for double.
     scaled = b.op(
         "Transpose", b.op("Mul", boxes, b.const(np.float32(spatial_scale))), perm=[1, 0]
     )
-    in_range = b.op("LessOrEqual", b.op("Abs", scaled), b.const(_MAX_SCALED_COORDINATE))
-    in_range = b.graph.make_reduce_min(
-        {
-            "data": b.op("Cast", in_range, to=TensorProto.INT32),
-            "axes": [0],
-            "keepdims": 1,
-        }
-    )
-    index = b.graph.make_slice(
-        {"data": node.input[1], "starts": [0], "ends": [1], "axes": [1]}
-    )
-    index = b.op("Transpose", index, perm=[1, 0])
-    integral = b.op("Equal", b.op("Floor", index), index)
-    ok = b.op("And", b.op("Cast", in_range, to=TensorProto.BOOL), integral)
-    invalid = b.op("Where", ok, b.const([0.0]), b.const([np.nan]))
     rows = [b.row(scaled, i) for i in range(4)]
-    rows[0] = b.op("Add", rows[0], invalid)
     batch = b.graph.make_unsqueeze({"data": batch, "axes": [0]})
-    return rows, batch, invalid
+    return rows, batch
 
 
 def _pool_edges(b, start, end, bins, size):
@@ -176,18 +162,27 @@ def _pool_edges(b, start, end, bins, size):
 class _Axis:
     """One axis of a bin grid: sub-box edges [bins, K] for half_pixel mode;
     for PsRoiAlign, which sub-boxes RoiAlign might sample differently from the
-    kernel ([bins, K] bool), and for PsRoiAlign with aligned=False, where
-    RoiAlign reproduces the kernel's whole-box geometry along the axis ([1, K]
-    bool): in output_half_pixel mode (`at_least_one`: it enlarges boxes to 1
-    pixel), in half_pixel mode with coordinates shifted by 0.5
-    (`shift_undone`: its -0.5 restores them exactly)."""
+    kernel ([bins, K] bool) and, with the adaptive grid, which bins the
+    kernel samples along the axis at all ([bins, K] bool); for PsRoiAlign
+    with aligned=False, where RoiAlign reproduces the kernel's whole-box
+    geometry along the axis ([1, K] bool): in output_half_pixel mode
+    (`at_least_one`: it enlarges boxes to 1 pixel), in half_pixel mode with
+    coordinates shifted by 0.5 (`shift_undone`: its -0.5 restores them
+    exactly)."""
 
     def __init__(
-        self, first, last, near_edge=None, at_least_one=None, shift_undone=None
+        self,
+        first,
+        last,
+        near_edge=None,
+        sampled=None,
+        at_least_one=None,
+        shift_undone=None,
     ):
         self.first = first
         self.last = last
         self.near_edge = near_edge
+        self.sampled = sampled
         self.at_least_one = at_least_one
         self.shift_undone = shift_undone
 
@@ -242,8 +237,7 @@ def _near_drop_edges(b, bin_start, bin_size, grid, size):
             }
         )
         near.append(b.op("Cast", close, to=TensorProto.BOOL))
-    sampled = b.op("Greater", grid, b.const(0.0))
-    return b.op("And", b.op("Or", *near), sampled)
+    return b.op("Or", *near)
 
 
 def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
@@ -297,8 +291,9 @@ def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
     # A bin the kernel gives no samples (grid <= 0) gets an empty sub-box:
     # a negative grid along one axis and a positive one along the other would
     # make RoiAlign size its sample table negative.
-    last = b.op("Where", b.op("Greater", grid, b.const(0.0)), last, first)
-    return _Axis(first, last, near, **exactness)
+    sampled = b.op("Greater", grid, b.const(0.0))
+    last = b.op("Where", sampled, last, first)
+    return _Axis(first, last, near, sampled, **exactness)
 
 
 def _whole_box_bins(b, node, pooled, features, boxes, batch, redo, mode, attr):
@@ -359,12 +354,9 @@ def _convert(ctx, node, axes_of):
     bins = bins_h * bins_w
     features = _grouped_features(b, node, bins)
     scale = node.get_attr_value("spatial_scale")
-    rows, batch, invalid = _box_rows(b, node, scale)
+    rows, batch = _box_rows(b, node, scale)
     sizes = (b.dims(features, 3, 4), b.dims(features, 2, 3))
     x, y = axes_of(b, rows, sizes)
-    # A box the kernels refuse has NaN coordinates, which RoiAlign refuses;
-    # whole-pixel bins would round them away.
-    x.first = b.op("Add", x.first, invalid)
     # Sub-boxes [bins_h, bins_w, K]: bin (i, j) of box k at (i * bins_w + j) * K + k.
     shape = b.op("Concat", b.int64([bins_h, bins_w]), b.dims(batch, 1, 2), axis=0)
 
@@ -400,11 +392,13 @@ def _convert(ctx, node, axes_of):
     channels = b.dims(features, 1, 2)
     pooled = b.op("Reshape", pooled, b.op("Concat", b.int64([-1]), channels, axis=0))
     if x.near_edge is not None:
-        near = b.op(
-            "Reshape",
-            b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1)),
-            b.int64([-1]),
-        )
+        near = b.op("Or", spread(x.near_edge, 0), spread(y.near_edge, 1))
+        if x.sampled is not None:
+            # Whole boxes with no samples along an axis would make RoiAlign
+            # size its sample table negative (see _align_axis).
+            sampled = b.op("And", spread(x.sampled, 0), spread(y.sampled, 1))
+            near = b.op("And", near, sampled)
+        near = b.op("Reshape", near, b.int64([-1]))
         boxes = b.op("Transpose", b.op("Concat", *rows, axis=0), perm=[1, 0])
         routes = [("half_pixel", None, None)]
         if x.at_least_one is not None:
