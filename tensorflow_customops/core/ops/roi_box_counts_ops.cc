@@ -38,9 +38,10 @@ image `n`: fails with InvalidArgument unless features and rois hold the same
 number of images N, box_counts holds N counts, and each count is in [0, K].
 Only the shapes of features and rois are read. Under XLA, the shapes are
 checked at compile time; the counts' values raise the same error where the
-lowering is a custom call into this kernel (the CPU, TensorFlow 2.20 and
-newer), and elsewhere, where a compiled program cannot raise, are clamped to
-[0, K].
+lowering is a custom call into this kernel (the CPU; TensorFlow 2.12 to 2.19
+raise it as an Internal error with the message), and elsewhere (the GPU,
+TFCO_XLA_LOWERING=hlo), where a compiled program cannot raise, are clamped
+to [0, K].
 
 features: The feature map, `[N, H, W, C]` or `[N, C, H, W]`.
 rois: The boxes per image, `[N, K, 4]`.

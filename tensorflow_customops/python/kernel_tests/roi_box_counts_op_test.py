@@ -3,11 +3,12 @@ op, CustomOps>RoiBoxCounts, so that invalid counts (negative, above K, not one
 per image) and image counts that differ from the features' raise the same
 `InvalidArgumentError` eagerly, in graphs, with unknown shapes, under
 `jit_compile` (a custom call into the kernel) and in Keras models compiled
-with `jit_compile=True`; under the HLO lowering, where nothing can raise, the
-counts are clamped to [0, K]. No jit compilation of the RoI functions and
-layers, nor of the library's other run-time checks (second-order gradients,
-tfco.gradients), logs "Ignoring Assert operator" (XLA's note that it drops a
-check)."""
+with `jit_compile=True`; XLA raises a failed legacy call (TensorFlow 2.12 to
+2.19) as an `InternalError` with the message. Under the HLO lowering, where
+nothing can raise, the counts are clamped to [0, K]. No jit compilation of
+the RoI functions and layers, nor of the library's other run-time checks
+(second-order gradients, tfco.gradients), logs "Ignoring Assert operator"
+(XLA's note that it drops a check)."""
 
 import contextlib
 import os
@@ -49,6 +50,9 @@ _INVALID = {
     ),
     "too_few": ([1], "box_counts must hold one count per image of rois (2), got 1"),
 }
+# The cases whose counts' values are wrong: under jit the custom call, not the
+# compilation, raises them.
+_RUN_TIME = ("negative", "above_k", "beyond_int32")
 _VALID = [[3, 0], [2, 1], [0, 0]]
 _FUNCTIONS = ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
 
@@ -71,6 +75,13 @@ def _unknown_shapes(counts_dtype=tf.int64):
 
 def _counts(counts):
     return tf.constant(counts, tf.int64)
+
+
+def _error(path, case):
+    """What `path` raises for the _INVALID `case`."""
+    if path.startswith("jit") and case in _RUN_TIME:
+        return xla_test_util.data_error()
+    return tf.errors.InvalidArgumentError
 
 
 class RoiBoxCountsOpTest(tf.test.TestCase, parameterized.TestCase):
@@ -111,10 +122,10 @@ class RoiBoxCountsOpTest(tf.test.TestCase, parameterized.TestCase):
         if xla_test_util.custom_calls():
             paths.append(("jit", tf.function(run, jit_compile=True)))
         for label, fn in paths:
-            for counts, message in _INVALID.values():
+            for case, (counts, message) in _INVALID.items():
                 with self.subTest(path=label, counts=counts):
                     with self.assertRaisesRegex(
-                        tf.errors.InvalidArgumentError, re.escape(message)
+                        _error(label, case), re.escape(message)
                     ):
                         fn(_FEATURES, _BOXES, _counts(counts))
             with self.subTest(path=label, images="differ"):
@@ -143,8 +154,8 @@ class RoiBoxCountsOpTest(tf.test.TestCase, parameterized.TestCase):
                         jit(_FEATURES[:1], _BOXES, _counts([1, 1]))
 
     def test_hlo_lowering_clamps_the_counts(self):
-        # TensorFlow before 2.20, the GPU and TFCO_XLA_LOWERING=hlo: a
-        # compiled program cannot raise, so counts are clamped to [0, K].
+        # The GPU and TFCO_XLA_LOWERING=hlo: a compiled program cannot
+        # raise, so counts are clamped to [0, K].
         fn = lambda f, b, c: _ops.custom_ops_roi_box_counts(f, b, c)  # noqa: E731
         with xla_test_util.hlo_lowering():
             jit = tf.function(fn, jit_compile=True)
@@ -215,10 +226,10 @@ class RoiFunctionCountsTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.parameters(*_FUNCTIONS, "multi_scale_roi_align")
     def test_invalid_counts_raise(self, name):
         for label, fn in self._paths(name, jit=xla_test_util.custom_calls()):
-            for counts, message in _INVALID.values():
+            for case, (counts, message) in _INVALID.items():
                 with self.subTest(path=label, counts=counts):
                     with self.assertRaisesRegex(
-                        tf.errors.InvalidArgumentError, re.escape(message)
+                        _error(label, case), re.escape(message)
                     ):
                         fn(_FEATURES, _BOXES, _counts(counts))
 
@@ -311,19 +322,16 @@ class KerasJitCountsTest(tf.test.TestCase):
         if not xla_test_util.custom_calls():
             self.skipTest("the HLO lowering clamps the counts")
         targets = np.zeros([2, 3, 1], np.float32)
-        for counts, message in (_INVALID["negative"], _INVALID["above_k"]):
+        for case in ("negative", "above_k"):
+            counts, message = _INVALID[case]
             model = _model()
             model.compile(optimizer="sgd", loss="mse", jit_compile=True)
             x = [_FEATURES, _BOXES, np.array(counts, np.int32)]
             with self.subTest(counts=counts, run="predict"):
-                with self.assertRaisesRegex(
-                    tf.errors.InvalidArgumentError, re.escape(message)
-                ):
+                with self.assertRaisesRegex(_error("jit", case), re.escape(message)):
                     model.predict(x, verbose=0)
             with self.subTest(counts=counts, run="fit"):
-                with self.assertRaisesRegex(
-                    tf.errors.InvalidArgumentError, re.escape(message)
-                ):
+                with self.assertRaisesRegex(_error("jit", case), re.escape(message)):
                     model.fit(x, targets, epochs=1, shuffle=False, verbose=0)
 
     def test_valid_counts_predict_as_without_jit(self):

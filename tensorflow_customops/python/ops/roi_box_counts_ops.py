@@ -15,8 +15,9 @@ def checked_box_counts(features, rois, box_counts):
     images as there are counts and that each count is in `[0, K]`; only the
     shapes of `features` and `rois` are read. An error is an
     `InvalidArgumentError`, raised eagerly, in graphs, and under XLA where the
-    lowering is a custom call; where it is HLO the counts come back clamped to
-    `[0, K]` instead (docs/roi.md)."""
+    lowering is a custom call (an `InternalError` with the message from a
+    legacy call, TensorFlow 2.12 to 2.19); where it is HLO the counts come
+    back clamped to `[0, K]` instead (docs/roi.md)."""
     return _ops.custom_ops_roi_box_counts(
         features=features, rois=rois, box_counts=box_counts
     )

@@ -3,10 +3,12 @@
 // values are known only when the program runs: where the lowerings can call
 // the kernel core (custom_call.h), the op is a custom call that checks them
 // as the regular kernel does and raises its error, its output the input's
-// buffer. Elsewhere (TensorFlow before 2.20, the GPU, TFCO_XLA_LOWERING=hlo)
-// a compiled program cannot raise, and the counts are clamped to [0, K]:
-// what the RoI functions then pool is the boxes of each image up to its
-// clamped count, a count below 0 giving none and one above K all K.
+// buffer (typed FFI, TensorFlow 2.20 and newer; a legacy call on 2.12 to
+// 2.19, whose failure XLA raises as an Internal error "CustomCall failed:
+// <message>"). Elsewhere (the GPU, TFCO_XLA_LOWERING=hlo) a compiled program
+// cannot raise, and the counts are clamped to [0, K]: what the RoI functions
+// then pool is the boxes of each image up to its clamped count, a count
+// below 0 giving none and one above K all K.
 
 #include "tensorflow_customops/core/kernels/roi_box_counts_op.h"
 
@@ -24,12 +26,10 @@ namespace {
 
 constexpr char kTarget[] = "tfco_roi_box_counts";
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
-namespace ffi = xla::ffi;
-
-ffi::Error CheckCounts(ffi::ThreadPool pool, ffi::AnyBuffer counts,
-                       ffi::Result<ffi::AnyBuffer>, int64_t boxes_per_image) {
+ffi::Error CheckCounts(ffi::ThreadPool pool, const ffi::AnyBuffer& counts,
+                       int64_t boxes_per_image) {
   TfcoDtype dtype;
   if (!CoreDtypeOf(counts.element_type(), &dtype) ||
       (dtype != TFCO_INT32 && dtype != TFCO_INT64)) {
@@ -56,21 +56,47 @@ ffi::Error CheckCounts(ffi::ThreadPool pool, ffi::AnyBuffer counts,
   return ffi::Error::Success();
 }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(TfcoRoiBoxCountsHandler, CheckCounts,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int64_t>("boxes_per_image"));
+#if TFCO_XLA_FFI
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TfcoRoiBoxCountsHandler,
+    [](ffi::ThreadPool pool, ffi::AnyBuffer counts, ffi::Result<ffi::AnyBuffer>,
+       int64_t boxes_per_image) {
+      return CheckCounts(pool, counts, boxes_per_image);
+    },
+    ffi::Ffi::Bind()
+        .Ctx<ffi::ThreadPool>()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int64_t>("boxes_per_image"));
 TFCO_REGISTER_CPU_FFI_HANDLER(kTarget, TfcoRoiBoxCountsHandler);
 
+#else  // TFCO_XLA_FFI
+
+// A legacy call (legacy_custom_call.h) of the same operand, result and
+// attribute; the result is the operand's buffer there too.
+void TfcoRoiBoxCountsLegacy(void* out, const void** in, const char* opaque,
+                            size_t opaque_len, XlaCustomCallStatus* status) {
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 1, 1,
+                            {"boxes_per_image"});
+  if (!f.ok()) return legacy::Finish(status, f.error());
+  const auto boxes_per_image = f.Ints("boxes_per_image");
+  legacy::Finish(
+      status, boxes_per_image.size() == 1
+                  ? CheckCounts(f.pool(), f.Arg(0), boxes_per_image[0])
+                  : ffi::Error::Internal("RoiBoxCounts: unexpected attribute"));
+}
+TFCO_REGISTER_CPU_LEGACY_HANDLER(kTarget, TfcoRoiBoxCountsLegacy);
+
 #endif  // TFCO_XLA_FFI
+
+#endif  // TFCO_XLA_CUSTOM_CALLS
 
 class RoiBoxCountsOp : public XlaOpKernel {
  public:
   explicit RoiBoxCountsOp(OpKernelConstruction* context)
       : XlaOpKernel(context)
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
         ,
         // On GPU the counts are in device memory, which a handler could
         // only read by waiting for the stream.
@@ -106,7 +132,7 @@ class RoiBoxCountsOp : public XlaOpKernel {
       context->SetOutput(0, context->Input(2));
       return;
     }
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
     if (choice_.Use() && !rois.is_dynamic_dimension(1) &&
         !HasOtherDynamicDimensions(context, {context->Input(2)}, {})) {
       FfiAttributes attributes;
@@ -126,7 +152,7 @@ class RoiBoxCountsOp : public XlaOpKernel {
         0, xla::Clamp(xla::Zero(b, type), context->Input(2), boxes_per_image));
   }
 
-#if TFCO_XLA_FFI
+#if TFCO_XLA_CUSTOM_CALLS
 
  private:
   CustomCallChoice choice_;
