@@ -11,6 +11,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
 
 namespace tensorflow {
@@ -156,11 +157,11 @@ class DeformableConv2dGradOp : public OpKernel {
 };
 
 #define REGISTER(DEVICE, D, T)                                   \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2d")     \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2d")     \
                               .Device(DEVICE)                    \
                               .TypeConstraint<T>("T"),           \
                           DeformableConv2dOp<D, T>);             \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad") \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad") \
                               .Device(DEVICE)                    \
                               .TypeConstraint<T>("T"),           \
                           DeformableConv2dGradOp<D, T>);

@@ -10,6 +10,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -47,7 +48,7 @@ class RoiBoxCountsOp : public OpKernel {
 };
 
 #define REGISTER_CPU(Count)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
                               .Device(DEVICE_CPU)                \
                               .TypeConstraint<Count>("Tcounts"), \
                           RoiBoxCountsOp<Count>);
@@ -61,7 +62,7 @@ TF_CALL_int64(REGISTER_CPU);
 // host memory and the CPU code checks them; features and rois stay on the
 // device, untouched (only their shapes are read).
 #define REGISTER_GPU(Count)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
                               .Device(DEVICE_GPU)                \
                               .HostMemory("box_counts")          \
                               .HostMemory("checked_counts")      \
