@@ -66,13 +66,15 @@ class CheckNumericsNOp : public OpKernel {
   std::string message_;
 };
 
-TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckNumericsN").Device(DEVICE_CPU),
-                        CheckNumericsNOp<CPUDevice>);
+TFCO_REGISTER_KERNEL_BUILDER(
+    Name("CustomOps>CheckNumericsN").Device(DEVICE_CPU),
+    CheckNumericsNOp<CPUDevice>);
 
 #if GOOGLE_CUDA
 
-TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckNumericsN").Device(DEVICE_GPU),
-                        CheckNumericsNOp<GPUDevice>);
+TFCO_REGISTER_KERNEL_BUILDER(
+    Name("CustomOps>CheckNumericsN").Device(DEVICE_GPU),
+    CheckNumericsNOp<GPUDevice>);
 
 #endif  // GOOGLE_CUDA
 

@@ -31,8 +31,8 @@ void QueryCudaMachine(GpuFacts* facts) {
   }
   for (int i = 0; status == cudaSuccess && i < count; ++i) {
     Capability c = {0, 0};
-    status = cudaDeviceGetAttribute(&c.major,
-                                    cudaDevAttrComputeCapabilityMajor, i);
+    status =
+        cudaDeviceGetAttribute(&c.major, cudaDevAttrComputeCapabilityMajor, i);
     if (status == cudaSuccess) {
       status = cudaDeviceGetAttribute(&c.minor,
                                       cudaDevAttrComputeCapabilityMinor, i);

@@ -3,13 +3,13 @@
 // architectures with and without code, no driver, no device. CHECK failures
 // abort, which fails the test.
 
-#include "tensorflow_customops/core/kernels/gpu_support_core.h"
+#include "tensorflow_customops/core/kernels/gpu_support.h"
 
 #include <cstdio>
 #include <string>
 
 #include "tensorflow/core/platform/logging.h"
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/gpu_support_core.h"
 
 namespace tensorflow {
 namespace customops {
@@ -49,8 +49,9 @@ void TestVersions() {
   CHECK_EQ(DriverFloor(12090), 12000);
   CHECK_EQ(CudaVersionString(12040), "12.4");
   CHECK_EQ(CudaVersionString(13000), "13.0");
-  CHECK_EQ(DescribeCode(Cuda13Build(0)), "sm_75, sm_80, sm_89, sm_90, "
-                                         "PTX compute_90");
+  CHECK_EQ(DescribeCode(Cuda13Build(0)),
+           "sm_75, sm_80, sm_89, sm_90, "
+           "PTX compute_90");
 }
 
 void TestDriver() {
@@ -63,8 +64,9 @@ void TestDriver() {
   std::string reason = CheckUnusable(f, "old driver");
   CHECK(Contains(reason, "supports CUDA 12.9")) << reason;
   CHECK(Contains(reason, "built with the CUDA 13.0 runtime")) << reason;
-  CHECK(Contains(reason, "a driver for CUDA 13.0 or newer (NVIDIA 580 or "
-                         "newer)"))
+  CHECK(Contains(reason,
+                 "a driver for CUDA 13.0 or newer (NVIDIA 580 or "
+                 "newer)"))
       << reason;
 
   // Minor-version compatibility: a 13.2 runtime runs on a 13.0 driver.
@@ -96,9 +98,9 @@ void TestDevices() {
   f.error.clear();
 
   // Cubins run on their major version at their minor or above.
-  for (const Capability c : {Capability{7, 5}, Capability{8, 0},
-                             Capability{8, 6}, Capability{8, 9},
-                             Capability{9, 0}}) {
+  for (const Capability c :
+       {Capability{7, 5}, Capability{8, 0}, Capability{8, 6}, Capability{8, 9},
+        Capability{9, 0}}) {
     f.devices = {c};
     CheckUsable(f, "device with a cubin");
   }
@@ -120,8 +122,9 @@ void TestDevices() {
   f.devices = {{8, 9}, {12, 0}};
   reason = CheckUnusable(f, "PTX newer than the driver");
   CHECK(Contains(reason, "GPU 1 (compute capability 12.0)")) << reason;
-  CHECK(Contains(reason, "its PTX, from CUDA 13.1, is newer than the "
-                         "driver's CUDA 13.0"))
+  CHECK(Contains(reason,
+                 "its PTX, from CUDA 13.1, is newer than the "
+                 "driver's CUDA 13.0"))
       << reason;
 
   // No PTX: nothing beyond the cubins' major versions.

@@ -27,12 +27,13 @@ bool RegisterKernel(const KernelDef* kernel_def, const char* class_name,
   TFCO_REGISTER_KERNEL_BUILDER_UNIQ(__COUNTER__, kernel_builder, __VA_ARGS__)
 #define TFCO_REGISTER_KERNEL_BUILDER_UNIQ(ctr, kernel_builder, ...) \
   TFCO_REGISTER_KERNEL_BUILDER_IMPL(ctr, kernel_builder, __VA_ARGS__)
-#define TFCO_REGISTER_KERNEL_BUILDER_IMPL(ctr, kernel_builder, ...)         \
-  static const bool tfco_kernel_registered_##ctr TF_ATTRIBUTE_UNUSED =     \
-      ::tensorflow::customops::RegisterKernel(                              \
-          ::tensorflow::register_kernel::kernel_builder.Build(),            \
-          #__VA_ARGS__,                                                     \
-          [](::tensorflow::OpKernelConstruction* context)                   \
-              -> ::tensorflow::OpKernel* { return new __VA_ARGS__(context); });
+#define TFCO_REGISTER_KERNEL_BUILDER_IMPL(ctr, kernel_builder, ...)            \
+  static const bool tfco_kernel_registered_##ctr TF_ATTRIBUTE_UNUSED =         \
+      ::tensorflow::customops::RegisterKernel(                                 \
+          ::tensorflow::register_kernel::kernel_builder.Build(), #__VA_ARGS__, \
+          [](::tensorflow::OpKernelConstruction* context)                      \
+              -> ::tensorflow::OpKernel* {                                     \
+            return new __VA_ARGS__(context);                                   \
+          });
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_REGISTER_KERNEL_H_

@@ -143,14 +143,14 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
 // batch index above all) is validated on the host before anything is
 // launched.
 #define TFCO_REGISTER_ROI_KERNELS(device, DeviceType, op, kind, Launch, T) \
-  TFCO_REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>" op)                                                \
           .Device(device)                                                  \
           .TypeConstraint<T>("T")                                          \
           .HostMemory("rois"),                                             \
       ::tensorflow::customops::roi::RoiForwardOp<                          \
           DeviceType, T, ::tensorflow::customops::roi::kind, Launch>);     \
-  TFCO_REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>" op "Grad")                                         \
           .Device(device)                                                  \
           .TypeConstraint<T>("T")                                          \

@@ -41,7 +41,7 @@ class ZeroOutOp : public OpKernel {
 };
 
 #define REGISTER_CPU(T)                                                    \
-  TFCO_REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>ZeroOut").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
       ZeroOutOp<CPUDevice, T>);
 TF_CALL_int32(REGISTER_CPU);
@@ -59,14 +59,14 @@ TF_CALL_uint8(REGISTER_CPU);
 // int32 tensors live in host memory on GPU devices by TensorFlow convention,
 // so the int32 GPU kernel runs the CPU functor on host memory.
 TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ZeroOut")
-                            .Device(DEVICE_GPU)
-                            .HostMemory("to_zero")
-                            .HostMemory("zeroed")
-                            .TypeConstraint<int32>("T"),
-                        ZeroOutOp<CPUDevice, int32>);
+                                 .Device(DEVICE_GPU)
+                                 .HostMemory("to_zero")
+                                 .HostMemory("zeroed")
+                                 .TypeConstraint<int32>("T"),
+                             ZeroOutOp<CPUDevice, int32>);
 
 #define REGISTER_GPU(T)                                                    \
-  TFCO_REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>ZeroOut").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
       ZeroOutOp<GPUDevice, T>);
 TF_CALL_int64(REGISTER_GPU);
