@@ -68,8 +68,11 @@ class GpuKernelsTest(tf.test.TestCase):
     def test_this_machine(self):
         info = tfco.build_info()
         self.assertEqual(info["gpu_kernels"], info["gpu_kernels_reason"] == "")
-        # The registry agrees with build_info.
-        self.assertIn("CPU", _library_device_types())
+        # Every op keeps its CPU kernels, and the registry agrees with
+        # build_info.
+        for op in load_library.op_list().op:
+            devices = kernels.get_registered_kernels_for_op(op.name).kernel
+            self.assertIn("CPU", {k.device_type for k in devices}, op.name)
         self.assertEqual("GPU" in _library_device_types(), info["gpu_kernels"])
         if not build_info.CUDA:
             self.assertFalse(info["gpu_kernels"])
