@@ -72,6 +72,13 @@ def build_info():
       (the path of the running TensorFlow's op library, which a C or C++
       program serving a SavedModel loads), `cxx11_abi_flag`, `cxx_standard`,
       `cuda` (whether GPU kernels were compiled in), `cuda_capabilities`,
+      `gpu_kernels` (whether the GPU kernels are registered: only where the
+      driver and every GPU can run them; otherwise TensorFlow runs the ops on
+      the CPU), `gpu_kernels_reason` (why not, or ""),
+      `cuda_runtime_version` (the CUDA runtime the GPU kernels were built
+      with, e.g. "13.0"), `cuda_driver_floor` (the oldest CUDA version the
+      NVIDIA driver must support for them) and `cuda_driver_version` (the
+      driver's; "" with no driver), see docs/gpu.md,
       `xla` (whether the XLA lowerings are loaded, so the ops compile under
       jit_compile), `xla_unavailable_reason` (why not, or ""),
       `xla_custom_calls` (whether, on CPU, the RoI ops, DeformableConv2d and
@@ -91,6 +98,7 @@ def build_info():
         "cxx_standard": _build_info.CXX_STANDARD,
         "cuda": _build_info.CUDA,
         "cuda_capabilities": list(_build_info.CUDA_CAPABILITIES),
+        **_load_library.gpu_support(),
         "xla": xla,
         "xla_unavailable_reason": xla_reason,
         "xla_custom_calls": _load_library.xla_custom_calls(),

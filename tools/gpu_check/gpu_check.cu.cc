@@ -16,6 +16,7 @@
 // Without a CUDA device it says so and exits with status 3.
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -31,6 +32,7 @@
 #include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/gpu_support.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_op.h"
 #include "tensorflow_customops/core/kernels/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi_pool_op.h"
@@ -674,6 +676,23 @@ int Bench(const std::vector<Case>& cases, int repeats, const GPUDevice& d) {
   return 0;
 }
 
+// Whether `ordinal`'s primary CUDA context is active, from the driver API
+// (the runtime has no call that asks without creating one).
+bool PrimaryContextActive(int ordinal) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cuda == nullptr) return false;
+  using DeviceGet = int (*)(int*, int);
+  using GetState = int (*)(int, unsigned*, int*);
+  auto device_get = reinterpret_cast<DeviceGet>(dlsym(cuda, "cuDeviceGet"));
+  auto get_state =
+      reinterpret_cast<GetState>(dlsym(cuda, "cuDevicePrimaryCtxGetState"));
+  int device = 0, active = 0;
+  unsigned flags = 0;
+  return device_get != nullptr && get_state != nullptr &&
+         device_get(&device, ordinal) == 0 &&
+         get_state(device, &flags, &active) == 0 && active != 0;
+}
+
 int Main(int argc, char** argv) {
   std::string cases_path, outputs_path;
   bool bench = false;
@@ -717,11 +736,23 @@ int Main(int argc, char** argv) {
             << " multiprocessors; CUDA driver " << driver << ", runtime "
             << runtime << "\n";
 
+  // The op library's decision (docs/gpu.md, "Driver and architecture"):
+  // here, where the kernels run, it must register them, and deciding must
+  // not have created a CUDA context.
+  const TfcoGpuSupport* support = TfcoGetGpuSupport();
+  const bool context = PrimaryContextActive(0);
+  std::cerr << "op library's GPU kernels: "
+            << (support->usable ? "registered" : "left out: ")
+            << support->reason << " (code " << support->code
+            << "; driver floor " << support->driver_floor << ")"
+            << (context ? "; deciding created a CUDA context" : "") << "\n";
+  const bool decided_well = support->usable && !context;
+
   const std::vector<Case> cases = ReadCases(cases_path);
   cudaStream_t stream;
   Check(cudaStreamCreate(&stream), "cudaStreamCreate");
   const GPUDevice d(stream);
-  if (bench) return Bench(cases, repeats, d);
+  if (bench) return decided_well ? Bench(cases, repeats, d) : 1;
 
   std::map<std::string, Case> actual;
   std::map<std::string, std::string> errors;
@@ -742,7 +773,7 @@ int Main(int argc, char** argv) {
     for (auto& [name, c] : actual) written.push_back(std::move(c));
     WriteCases(outputs_path, written);
   }
-  return failed == 0 ? 0 : 1;
+  return failed == 0 && decided_well ? 0 : 1;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow_customops/core/kernels/gpu_support.h"
 #include "tensorflow_customops/core/platform/status_compat.h"
 
 #if TFCO_XLA_FFI
@@ -36,9 +37,13 @@ namespace customops {
 CustomCallChoice::CustomCallChoice(OpKernelConstruction* context,
                                    bool gpu_handlers)
     : on_gpu_(context->device_type().type_string() == DEVICE_GPU_XLA_JIT),
-      // TFCO_CUDA: the kernel core built with this library has CUDA kernels.
+      // TFCO_CUDA: the kernel core built with this library has CUDA kernels;
+      // they may still be unable to run here (an old driver, a GPU without
+      // code), and then the GPU lowers to HLO as the OpKernels fall back to
+      // the CPU (docs/gpu.md).
       has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT ||
-                   (on_gpu_ && gpu_handlers && TFCO_CUDA && TFCO_XLA_FFI)) {
+                   (on_gpu_ && gpu_handlers && TFCO_CUDA && TFCO_XLA_FFI &&
+                    TfcoGetGpuSupport()->usable)) {
 #if TFCO_XLA_LEGACY_CALLS
   if (has_handler_) legacy::KeepPool(context);
 #endif

@@ -64,7 +64,8 @@ namespace ffi = ::tensorflow::customops::legacy;
 
 // Whether an op's lowering is a custom call: compiled for a device with
 // handlers (the CPU; with typed FFI, the GPU too for ops with
-// `gpu_handlers`, where the library has CUDA kernels), unless the environment
+// `gpu_handlers`, where the library has CUDA kernels that can run here:
+// TfcoGetGpuSupport), unless the environment
 // variable TFCO_XLA_LOWERING=hlo, read when a function is compiled, asks for
 // HLO (tests compare the two).
 class CustomCallChoice {

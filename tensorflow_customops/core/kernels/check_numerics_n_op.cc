@@ -9,6 +9,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -65,13 +66,15 @@ class CheckNumericsNOp : public OpKernel {
   std::string message_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckNumericsN").Device(DEVICE_CPU),
-                        CheckNumericsNOp<CPUDevice>);
+TFCO_REGISTER_KERNEL_BUILDER(
+    Name("CustomOps>CheckNumericsN").Device(DEVICE_CPU),
+    CheckNumericsNOp<CPUDevice>);
 
 #if GOOGLE_CUDA
 
-REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckNumericsN").Device(DEVICE_GPU),
-                        CheckNumericsNOp<GPUDevice>);
+TFCO_REGISTER_KERNEL_BUILDER(
+    Name("CustomOps>CheckNumericsN").Device(DEVICE_GPU),
+    CheckNumericsNOp<GPUDevice>);
 
 #endif  // GOOGLE_CUDA
 

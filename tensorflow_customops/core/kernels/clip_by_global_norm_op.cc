@@ -12,6 +12,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -152,15 +153,15 @@ class ClipByGlobalNormGradOp : public OpKernel {
   }
 };
 
-#define REGISTER_CPU(T)                                          \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
-                              .Device(DEVICE_CPU)                \
-                              .TypeConstraint<T>("T"),           \
-                          ClipByGlobalNormOp<CPUDevice, T>);     \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
-                              .Device(DEVICE_CPU)                \
-                              .TypeConstraint<T>("T"),           \
-                          ClipByGlobalNormGradOp<CPUDevice, T>);
+#define REGISTER_CPU(T)                                               \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
+                                   .Device(DEVICE_CPU)                \
+                                   .TypeConstraint<T>("T"),           \
+                               ClipByGlobalNormOp<CPUDevice, T>);     \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
+                                   .Device(DEVICE_CPU)                \
+                                   .TypeConstraint<T>("T"),           \
+                               ClipByGlobalNormGradOp<CPUDevice, T>);
 TF_CALL_half(REGISTER_CPU);
 TF_CALL_bfloat16(REGISTER_CPU);
 TF_CALL_float(REGISTER_CPU);
@@ -171,17 +172,17 @@ TF_CALL_double(REGISTER_CPU);
 
 // clip_norm stays in host memory: the kernels need its value on the host to
 // pass it to the GPU kernels as an argument, without a device-to-host copy.
-#define REGISTER_GPU(T)                                          \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
-                              .Device(DEVICE_GPU)                \
-                              .HostMemory("clip_norm")           \
-                              .TypeConstraint<T>("T"),           \
-                          ClipByGlobalNormOp<GPUDevice, T>);     \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
-                              .Device(DEVICE_GPU)                \
-                              .HostMemory("clip_norm")           \
-                              .TypeConstraint<T>("T"),           \
-                          ClipByGlobalNormGradOp<GPUDevice, T>);
+#define REGISTER_GPU(T)                                               \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNorm")     \
+                                   .Device(DEVICE_GPU)                \
+                                   .HostMemory("clip_norm")           \
+                                   .TypeConstraint<T>("T"),           \
+                               ClipByGlobalNormOp<GPUDevice, T>);     \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ClipByGlobalNormGrad") \
+                                   .Device(DEVICE_GPU)                \
+                                   .HostMemory("clip_norm")           \
+                                   .TypeConstraint<T>("T"),           \
+                               ClipByGlobalNormGradOp<GPUDevice, T>);
 TF_CALL_half(REGISTER_GPU);
 TF_CALL_bfloat16(REGISTER_GPU);
 TF_CALL_float(REGISTER_GPU);

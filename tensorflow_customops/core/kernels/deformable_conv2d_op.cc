@@ -12,6 +12,7 @@
 #include "tensorflow/core/util/determinism.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -155,15 +156,15 @@ class DeformableConv2dGradOp : public OpKernel {
   dc::Attrs attrs_;
 };
 
-#define REGISTER(DEVICE, D, T)                                   \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2d")     \
-                              .Device(DEVICE)                    \
-                              .TypeConstraint<T>("T"),           \
-                          DeformableConv2dOp<D, T>);             \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad") \
-                              .Device(DEVICE)                    \
-                              .TypeConstraint<T>("T"),           \
-                          DeformableConv2dGradOp<D, T>);
+#define REGISTER(DEVICE, D, T)                                        \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2d")     \
+                                   .Device(DEVICE)                    \
+                                   .TypeConstraint<T>("T"),           \
+                               DeformableConv2dOp<D, T>);             \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>DeformableConv2dGrad") \
+                                   .Device(DEVICE)                    \
+                                   .TypeConstraint<T>("T"),           \
+                               DeformableConv2dGradOp<D, T>);
 #define REGISTER_CPU(T) REGISTER(DEVICE_CPU, CPUDevice, T)
 TF_CALL_FLOAT_TYPES(REGISTER_CPU);
 #undef REGISTER_CPU

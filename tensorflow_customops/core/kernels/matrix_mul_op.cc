@@ -9,6 +9,7 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
 #include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -49,7 +50,7 @@ class MatrixMulOp : public OpKernel {
 };
 
 #define REGISTER_CPU(T)                                                      \
-  REGISTER_KERNEL_BUILDER(                                                   \
+  TFCO_REGISTER_KERNEL_BUILDER(                                              \
       Name("CustomOps>MatrixMul").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
       MatrixMulOp<CPUDevice, T>);
 TF_CALL_half(REGISTER_CPU);
@@ -61,7 +62,7 @@ TF_CALL_double(REGISTER_CPU);
 #if GOOGLE_CUDA
 
 #define REGISTER_GPU(T)                                                      \
-  REGISTER_KERNEL_BUILDER(                                                   \
+  TFCO_REGISTER_KERNEL_BUILDER(                                              \
       Name("CustomOps>MatrixMul").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
       MatrixMulOp<GPUDevice, T>);
 TF_CALL_half(REGISTER_GPU);

@@ -61,12 +61,12 @@ class RoiAlignGradBoxesOp : public roi::RoiOpKernel<kKind> {
 
 // rois live in host memory, as for the other RoI kernels: they are validated
 // there before anything is launched.
-#define REGISTER_BOX_GRAD(device, DeviceType, op, kind, T)  \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>" op "GradBoxes") \
-                              .Device(device)               \
-                              .TypeConstraint<T>("T")       \
-                              .HostMemory("rois"),          \
-                          RoiAlignGradBoxesOp<DeviceType, T, kind>)
+#define REGISTER_BOX_GRAD(device, DeviceType, op, kind, T)       \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>" op "GradBoxes") \
+                                   .Device(device)               \
+                                   .TypeConstraint<T>("T")       \
+                                   .HostMemory("rois"),          \
+                               RoiAlignGradBoxesOp<DeviceType, T, kind>)
 #define REGISTER(device, DeviceType, T)                                       \
   TFCO_REGISTER_ROI_KERNELS(device, DeviceType, "RoiAlign", RoiKind::kAlign,  \
                             AlignLaunch, T);                                  \

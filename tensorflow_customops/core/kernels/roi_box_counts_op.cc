@@ -10,6 +10,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -46,11 +47,11 @@ class RoiBoxCountsOp : public OpKernel {
   }
 };
 
-#define REGISTER_CPU(Count)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
-                              .Device(DEVICE_CPU)                \
-                              .TypeConstraint<Count>("Tcounts"), \
-                          RoiBoxCountsOp<Count>);
+#define REGISTER_CPU(Count)                                           \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
+                                   .Device(DEVICE_CPU)                \
+                                   .TypeConstraint<Count>("Tcounts"), \
+                               RoiBoxCountsOp<Count>);
 TF_CALL_int32(REGISTER_CPU);
 TF_CALL_int64(REGISTER_CPU);
 #undef REGISTER_CPU
@@ -60,13 +61,13 @@ TF_CALL_int64(REGISTER_CPU);
 // The counts are few and usually come from the host, so on GPU they stay in
 // host memory and the CPU code checks them; features and rois stay on the
 // device, untouched (only their shapes are read).
-#define REGISTER_GPU(Count)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
-                              .Device(DEVICE_GPU)                \
-                              .HostMemory("box_counts")          \
-                              .HostMemory("checked_counts")      \
-                              .TypeConstraint<Count>("Tcounts"), \
-                          RoiBoxCountsOp<Count>);
+#define REGISTER_GPU(Count)                                           \
+  TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>RoiBoxCounts")         \
+                                   .Device(DEVICE_GPU)                \
+                                   .HostMemory("box_counts")          \
+                                   .HostMemory("checked_counts")      \
+                                   .TypeConstraint<Count>("Tcounts"), \
+                               RoiBoxCountsOp<Count>);
 TF_CALL_int32(REGISTER_GPU);
 TF_CALL_int64(REGISTER_GPU);
 #undef REGISTER_GPU

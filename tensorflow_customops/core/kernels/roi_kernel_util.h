@@ -13,6 +13,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 #include "tensorflow_customops/core/kernels/roi_ops_common.h"
 #include "tensorflow_customops/core/kernels/roi_shape_util.h"
 
@@ -142,14 +143,14 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
 // batch index above all) is validated on the host before anything is
 // launched.
 #define TFCO_REGISTER_ROI_KERNELS(device, DeviceType, op, kind, Launch, T) \
-  REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>" op)                                                \
           .Device(device)                                                  \
           .TypeConstraint<T>("T")                                          \
           .HostMemory("rois"),                                             \
       ::tensorflow::customops::roi::RoiForwardOp<                          \
           DeviceType, T, ::tensorflow::customops::roi::kind, Launch>);     \
-  REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>" op "Grad")                                         \
           .Device(device)                                                  \
           .TypeConstraint<T>("T")                                          \

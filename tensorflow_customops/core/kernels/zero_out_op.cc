@@ -7,6 +7,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -40,7 +41,7 @@ class ZeroOutOp : public OpKernel {
 };
 
 #define REGISTER_CPU(T)                                                    \
-  REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>ZeroOut").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
       ZeroOutOp<CPUDevice, T>);
 TF_CALL_int32(REGISTER_CPU);
@@ -57,15 +58,15 @@ TF_CALL_uint8(REGISTER_CPU);
 
 // int32 tensors live in host memory on GPU devices by TensorFlow convention,
 // so the int32 GPU kernel runs the CPU functor on host memory.
-REGISTER_KERNEL_BUILDER(Name("CustomOps>ZeroOut")
-                            .Device(DEVICE_GPU)
-                            .HostMemory("to_zero")
-                            .HostMemory("zeroed")
-                            .TypeConstraint<int32>("T"),
-                        ZeroOutOp<CPUDevice, int32>);
+TFCO_REGISTER_KERNEL_BUILDER(Name("CustomOps>ZeroOut")
+                                 .Device(DEVICE_GPU)
+                                 .HostMemory("to_zero")
+                                 .HostMemory("zeroed")
+                                 .TypeConstraint<int32>("T"),
+                             ZeroOutOp<CPUDevice, int32>);
 
 #define REGISTER_GPU(T)                                                    \
-  REGISTER_KERNEL_BUILDER(                                                 \
+  TFCO_REGISTER_KERNEL_BUILDER(                                            \
       Name("CustomOps>ZeroOut").Device(DEVICE_GPU).TypeConstraint<T>("T"), \
       ZeroOutOp<GPUDevice, T>);
 TF_CALL_int64(REGISTER_GPU);

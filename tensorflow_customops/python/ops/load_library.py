@@ -184,6 +184,52 @@ def xla_custom_calls():
     return xla_custom_call_api() != ""
 
 
+CORE_LIBRARY_NAME = "_custom_ops_core.so"
+
+
+class _GpuSupport(ctypes.Structure):
+    # TfcoGpuSupport (core/kernels/gpu_support.h).
+    _fields_ = [
+        ("compiled", ctypes.c_int),
+        ("usable", ctypes.c_int),
+        ("runtime_version", ctypes.c_int),
+        ("driver_floor", ctypes.c_int),
+        ("driver_version", ctypes.c_int),
+        ("code", ctypes.c_char_p),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+def _cuda_version(version):
+    """ "13.0" for CUDA's 13000; "" for 0."""
+    return f"{version // 1000}.{version % 1000 // 10}" if version > 0 else ""
+
+
+@functools.cache
+def gpu_support():
+    """Whether the op library registered its GPU kernels, and why not: the
+    kernel core's decision (docs/gpu.md), made when the op library loaded.
+
+    Returns a dict: `gpu_kernels` (bool), `gpu_kernels_reason` ("" when
+    registered), `cuda_runtime_version` (the CUDA runtime the GPU kernels
+    were built with, e.g. "13.0"), `cuda_driver_floor` (the oldest CUDA
+    version a driver must support to run them) and `cuda_driver_version`
+    (the driver's, "" with no driver); the versions are "" without CUDA
+    kernels.
+    """
+    load_op_library()
+    core = ctypes.CDLL(os.path.join(os.path.dirname(__file__), CORE_LIBRARY_NAME))
+    core.TfcoGetGpuSupport.restype = ctypes.POINTER(_GpuSupport)
+    support = core.TfcoGetGpuSupport().contents
+    return {
+        "gpu_kernels": bool(support.usable),
+        "gpu_kernels_reason": support.reason.decode(),
+        "cuda_runtime_version": _cuda_version(support.runtime_version),
+        "cuda_driver_floor": _cuda_version(support.driver_floor),
+        "cuda_driver_version": _cuda_version(support.driver_version),
+    }
+
+
 def op_list():
     """The OpList of every op the library registers, for tests and tools.
 
