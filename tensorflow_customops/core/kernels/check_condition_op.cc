@@ -9,6 +9,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {
@@ -37,8 +38,8 @@ class CheckConditionOp : public OpKernel {
   std::string message_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckCondition").Device(DEVICE_CPU),
-                        CheckConditionOp);
+TFCO_REGISTER_KERNEL_BUILDER(
+    Name("CustomOps>CheckCondition").Device(DEVICE_CPU), CheckConditionOp);
 
 #if GOOGLE_CUDA
 
@@ -48,7 +49,7 @@ REGISTER_KERNEL_BUILDER(Name("CustomOps>CheckCondition").Device(DEVICE_CPU),
 // memory; int32 in host memory, as TensorFlow keeps it on GPUs) and pass
 // through, where registering them in host memory too, as Assert does, would
 // copy each to the host and back.
-REGISTER_KERNEL_BUILDER(
+TFCO_REGISTER_KERNEL_BUILDER(
     Name("CustomOps>CheckCondition").Device(DEVICE_GPU).HostMemory("condition"),
     CheckConditionOp);
 
