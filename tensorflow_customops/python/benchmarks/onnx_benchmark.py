@@ -175,6 +175,9 @@ def _run_worker(threads, names, quick, rounds):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # ONNX Runtime's idle threads spin by default, and on a machine with no
+    # core to spare they would take the next TensorFlow call's.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     rows = []
     for name, make in _cases(quick).items():
         if name not in names:
