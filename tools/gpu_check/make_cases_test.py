@@ -11,7 +11,14 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import kernels
 
-import tensorflow_customops as tfco
+# The CUDA build registers its GPU kernels only where they can run (docs/gpu.md,
+# "Driver and architecture"), and the cases are checked against those kernels:
+# the op library is told, through its test hook, of a driver and a GPU it has
+# code for, machine or not. Set before the library loads.
+os.environ.setdefault("TFCO_FAKE_CUDA_DRIVER_VERSION", "13000")
+os.environ.setdefault("TFCO_FAKE_CUDA_DEVICES", "9.0")
+
+import tensorflow_customops as tfco  # noqa: E402
 from tensorflow_customops.python.ops import load_library
 from tools.gpu_check import case_file, make_cases
 
