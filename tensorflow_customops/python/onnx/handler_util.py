@@ -105,18 +105,18 @@ def refuse_double_for_tensorrt(node, dtype):
 
 
 def replace_with_op(ctx, node, op_type, inputs, attr):
-    """Replaces `node`, which has one output, by `op_type` computing it; the
-    new node keeps its name, output, shape and dtype. Returns the new node."""
+    """Replaces `node` by `op_type` computing its first output (any other is
+    unused); the new node keeps its name, output, shape and dtype. Returns
+    the new node."""
     dtypes = [ctx.get_dtype(node.output[0])]
     shapes = [ctx.get_shape(node.output[0])]
-    outputs = list(node.output)
-    name = node.name
-    ctx.remove_node(name)
+    outputs = [node.output[0]]
+    ctx.remove_node(node.name)
     return ctx.make_node(
         op_type,
         inputs,
         attr=attr,
-        name=name,
+        name=node.name,
         outputs=outputs,
         shapes=shapes,
         dtypes=dtypes,
@@ -142,37 +142,15 @@ def replace_with_identities(ctx, node, inputs):
         )
 
 
-def replace_with_nchw_op(ctx, node, op_type, inputs, attr, domain=None):
+def replace_with_nchw_op(ctx, node, op_type, inputs, attr):
     """Replaces `node` by `op_type`, which computes its first output (in its
     data_format; any other output is unused) in NCHW; transposes back where
     `node` is NHWC. Returns the new ONNX node.
     """
-    dtypes = [ctx.get_dtype(node.output[0])]
-    shapes = [ctx.get_shape(node.output[0])]
-    outputs = [node.output[0]]
-    name = node.name
-    ctx.remove_node(name)
     if is_nchw(node):
-        return ctx.make_node(
-            op_type,
-            inputs,
-            attr=attr,
-            name=name,
-            outputs=outputs,
-            shapes=shapes,
-            dtypes=dtypes,
-            domain=domain,
-        )
-    op = ctx.make_node(op_type, inputs, attr=attr, domain=domain)
-    ctx.make_node(
-        "Transpose",
-        op.output,
-        attr={"perm": [0, 2, 3, 1]},
-        name=name,
-        outputs=outputs,
-        shapes=shapes,
-        dtypes=dtypes,
-    )
+        return replace_with_op(ctx, node, op_type, inputs, attr)
+    op = ctx.make_node(op_type, inputs, attr=attr)
+    replace_with_op(ctx, node, "Transpose", op.output, {"perm": [0, 2, 3, 1]})
     return op
 
 
