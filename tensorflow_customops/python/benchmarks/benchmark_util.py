@@ -2,11 +2,36 @@
 warmed up, then called in turn, and each one's median time is reported with
 its ratio to the baseline."""
 
+import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
 import tensorflow as tf
+
+
+def worker_rows(script, thread_counts, args):
+    """Runs `script --worker T *args` once per thread count T, each in a
+    process of its own (TensorFlow fixes its thread pools when the first op
+    runs), and returns the rows each printed as JSON on its last line; exits
+    with a worker's stderr where one fails."""
+    rows = []
+    for threads in thread_counts:
+        worker = subprocess.run(
+            [sys.executable, script, "--worker", str(threads), *args],
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+            capture_output=True,
+            text=True,
+        )
+        if worker.returncode:
+            sys.exit(
+                f"worker for {threads} thread(s) exited with {worker.returncode}:\n"
+                f"{worker.stderr}"
+            )
+        rows.extend(json.loads(worker.stdout.strip().splitlines()[-1]))
+    return rows
 
 
 def describe_machine():

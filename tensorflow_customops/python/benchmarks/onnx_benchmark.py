@@ -15,13 +15,12 @@ Runtime is faster) and the largest difference between their outputs.
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from tensorflow_customops.python.benchmarks import benchmark_util
 
 _SPATIAL_SCALE = 1.0 / 16
 
@@ -241,24 +240,11 @@ def main():
     if args.worker:
         _run_worker(args.worker, names, args.quick, rounds)
         return
-    rows = []
-    for threads in (int(t) for t in args.threads.split(",")):
-        command = [sys.executable, __file__, "--worker", str(threads)]
-        command += ["--cases", args.cases, "--rounds", str(rounds)]
-        if args.quick:
-            command.append("--quick")
-        worker = subprocess.run(
-            command,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-            capture_output=True,
-            text=True,
-        )
-        if worker.returncode:
-            sys.exit(
-                f"worker for {threads} thread(s) exited with {worker.returncode}:\n"
-                f"{worker.stderr}"
-            )
-        rows.extend(json.loads(worker.stdout.strip().splitlines()[-1]))
+    worker_args = ["--cases", args.cases, "--rounds", str(rounds)]
+    if args.quick:
+        worker_args.append("--quick")
+    threads = [int(t) for t in args.threads.split(",")]
+    rows = benchmark_util.worker_rows(__file__, threads, worker_args)
     _print_table(rows)
 
 

@@ -20,11 +20,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from tensorflow_customops.python.benchmarks import benchmark_util
 
 # name: (N, C, H=W, K, output size, rounds). The position-sensitive ops take
 # C = 49 * C_out channels (7 x 7 bins); their cases use C_out = C // 32.
@@ -641,30 +641,9 @@ def main():
     if args.worker:
         _run_worker(args.worker, cases, op_cases, box_form_cases)
         return
-    rows = []
-    for threads in (int(t) for t in args.threads.split(",")):
-        command = [
-            sys.executable,
-            __file__,
-            "--worker",
-            str(threads),
-            "--ops",
-            args.ops,
-        ]
-        if args.quick:
-            command.append("--quick")
-        worker = subprocess.run(
-            command,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-            capture_output=True,
-            text=True,
-        )
-        if worker.returncode:
-            sys.exit(
-                f"worker for {threads} thread(s) exited with {worker.returncode}:\n"
-                f"{worker.stderr}"
-            )
-        rows.extend(json.loads(worker.stdout.strip().splitlines()[-1]))
+    worker_args = ["--ops", args.ops] + (["--quick"] if args.quick else [])
+    threads = [int(t) for t in args.threads.split(",")]
+    rows = benchmark_util.worker_rows(__file__, threads, worker_args)
     _print_tables(rows)
 
 
