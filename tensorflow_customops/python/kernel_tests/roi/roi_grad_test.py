@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 from tensorflow_customops.python.kernel_tests.gradient_test_util import (
     symbolic_gradient_of,
 )
