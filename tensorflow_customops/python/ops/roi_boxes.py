@@ -14,8 +14,6 @@ _BOX_FORMATS = (
     "[K, 5] rows (batch_index, x1, y1, x2, y2), [N, K, 4] per-image boxes, a "
     "RaggedTensor [N, None, 4], or a list of per-image [L_i, 4] boxes"
 )
-
-
 _ARRAYS = (tf.Tensor, tf.Variable, np.ndarray)
 
 

@@ -1,6 +1,7 @@
 """The Python gradients of the RoI ops: first order (d(features) from the
 gradient ops, d(rois) from the box gradient ops), of the gradient ops
-(second order), and the run-time error of the box gradient ops' own."""
+(second order), and the run-time error of the box gradient ops' own
+(known_zero and zeros_unless serve DeformableConv2d's second order too)."""
 
 import numpy as np
 import tensorflow as tf
