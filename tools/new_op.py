@@ -4,16 +4,15 @@
 
 NAME is snake_case (`scale_by`); the op is `CustomOps>ScaleBy`, and the
 Python function `tfco.NAME`, or `tfco.FUNCTION` with --function (a shorter
-public name, say). The template
-is a complete op, y = alpha * x in half, bfloat16, float and double: spec and
-shape function, C++ gradient, functor header, CPU kernel with validation, GPU
-kernel, Python wrapper and gradient, tests, registry entry, GPU check cases
-and runner, the ONNX handler and its test, and the export. The files it
-writes are the op's own; in shared files it adds the op's line to each table
-(TFCO_OPS, core/kernels/BUILD, python/kernel_tests/BUILD and its onnx/BUILD,
-the package's imports and __all__, the GPU check's case list and runner map)
-and its GPU check cases and runner. Then it
-records the spec's history and goldens (bazel run
+public name, say). The template is a complete op, y = alpha * x in half,
+bfloat16, float and double: spec and shape function, C++ gradient, functor
+header, CPU kernel with validation, GPU kernel, Python wrapper and gradient,
+tests and the ONNX export's test (python/kernel_tests/NAME/, with its BUILD),
+registry entry, GPU check cases and runner, and the ONNX handler. The files
+it writes are the op's own; in shared files it adds the op's line to each
+table (TFCO_OPS, core/kernels/BUILD, the package's imports and __all__, the
+GPU check's case list and runner map) and its GPU check cases and runner.
+Then it records the spec's history and goldens (bazel run
 //tensorflow_customops/core/ops/compat:update_ops_history and :record_goldens)
 unless --skip-compat.
 Replace the maths, keep the structure, and run the tests.
@@ -206,6 +205,7 @@ def scaffold(root, name, function=None):
         raise ScaffoldError(f"{name} exists already: {existing[0]}")
     written = []
     for src, dst in files:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
         _write(dst, _fill(_read(src), names))
         written.append(dst)
     written.append(_add_to_tfco_ops(root, name))
@@ -214,21 +214,6 @@ def scaffold(root, name, function=None):
             root,
             "tensorflow_customops/core/kernels/BUILD",
             f'tfco_kernel_library(name = "{name}_op")',
-        )
-    )
-    written.append(
-        _append(
-            root,
-            "tensorflow_customops/python/kernel_tests/BUILD",
-            f'tfco_py_test(name = "{name}_op_test")',
-        )
-    )
-    written.append(
-        _append(
-            root,
-            "tensorflow_customops/python/kernel_tests/onnx/BUILD",
-            f'tfco_py_test(\n    name = "{name}_onnx_test",\n'
-            '    tags = ["onnx"],\n    deps = [":onnx_test_util"],\n)',
         )
     )
     written.append(_export(root, name, names["{{function}}"]))

@@ -20,8 +20,8 @@ import unittest
 
 _NAME = "scaffold_probe"
 _TARGETS = [
-    f"//tensorflow_customops/python/kernel_tests:{_NAME}_op_test",
-    f"//tensorflow_customops/python/kernel_tests/onnx:{_NAME}_onnx_test",
+    f"//tensorflow_customops/python/kernel_tests/{_NAME}:{_NAME}_op_test",
+    f"//tensorflow_customops/python/kernel_tests/{_NAME}:{_NAME}_onnx_test",
     "//tensorflow_customops/python/kernel_tests/onnx:onnx_coverage_test",
     "//tensorflow_customops/python/kernel_tests/loading:api_test",
     "//tensorflow_customops/python/kernel_tests/properties:op_registry_test",
@@ -95,6 +95,11 @@ class NewOpTest(unittest.TestCase):
             sys.executable, "tools/new_op.py", _NAME, "--function", "probe"
         )
         self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}_op.cc", written)
+        # The tests go into a folder of their own: no shared BUILD is edited.
+        tests = "tensorflow_customops/python/kernel_tests"
+        self.assertIn(f"wrote {tests}/{_NAME}/BUILD\n", written)
+        self.assertNotIn(f"wrote {tests}/BUILD\n", written)
+        self.assertNotIn(f"wrote {tests}/onnx/BUILD\n", written)
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
             self.assertIn(f"python.ops.{_NAME}_ops import probe\n", f.read())
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)

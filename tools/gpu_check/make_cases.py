@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tensorflow_customops.python.kernel_tests import roi_test_util
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util
 from tensorflow_customops.python.ops import load_library
 from tensorflow_customops.python.registry import boxes
 from tools.gpu_check import case_file

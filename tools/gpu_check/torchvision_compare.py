@@ -7,7 +7,7 @@ PyTorch and torchvision and no TensorFlow (run by run_on_gpu_machine.sh).
    Differences the library documents are counted, not failed: torchvision's
    ps_roi_align gives NaN for boxes with x2 < x1 (this library gives 0), and
    its ps_roi_pool backward clips bins differently from its forward (see
-   tensorflow_customops/python/kernel_tests/roi_torchvision_parity_test.py).
+   tensorflow_customops/python/kernel_tests/roi/roi_torchvision_parity_test.py).
    PsRoiAlign with aligned=False has no torchvision counterpart.
 2. Speed: the roi_benchmark cases (float32, 7x7 bins, sampling ratio 2,
    aligned, scale 1/16) and deform_conv2d_benchmark's case (float32, N=2,

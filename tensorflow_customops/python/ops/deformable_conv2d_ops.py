@@ -6,12 +6,8 @@ import numbers
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.ops.roi_ops import (
-    _known_zero,
-    _zeros_unless,
-    check_data_format,
-    check_size,
-)
+from tensorflow_customops.python.ops.roi_checks import check_data_format, check_size
+from tensorflow_customops.python.ops.roi_grad import known_zero, zeros_unless
 
 _ops = load_library.load_op_library()
 
@@ -233,7 +229,7 @@ def _deformable_conv2d_grad_grad(op, *grads):
     tracing: nothing flowing in gives no gradient, zeros at run time give
     zeros, and anything else fails at run time rather than being taken for
     zero."""
-    if all(_known_zero(g) for g in grads):
+    if all(known_zero(g) for g in grads):
         return [None] * len(op.inputs)
     nonzero = [tf.reduce_any(tf.not_equal(g, 0)) for g in grads if g is not None]
-    return _zeros_unless(op, tf.reduce_any(tf.stack(nonzero)), SECOND_ORDER_ERROR)
+    return zeros_unless(op, tf.reduce_any(tf.stack(nonzero)), SECOND_ORDER_ERROR)

@@ -1,5 +1,5 @@
 """CustomOps>RoiBoxCounts: the check of per-image box counts that the RoI
-functions run for `[N, K, 4]` boxes (`roi_ops.py`), as an op so that it
+functions run for `[N, K, 4]` boxes (`roi_boxes.py`), as an op so that it
 raises under XLA too, where Python `Assert`s are dropped."""
 
 import tensorflow as tf

@@ -33,7 +33,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import load_library, roi_ops
+from tensorflow_customops.python.ops import load_library, roi_boxes, roi_checks, roi_ops
 
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
 
@@ -95,8 +95,8 @@ class _RoILayer(keras.layers.Layer):
         # Without the XLA lowerings, this keeps compile(jit_compile="auto")
         # off XLA instead of failing to compile.
         self.supports_jit = load_library.xla_status()[0]
-        self.output_size = roi_ops.check_size(output_size)
-        self.data_format = roi_ops.check_data_format(
+        self.output_size = roi_checks.check_size(output_size)
+        self.data_format = roi_checks.check_data_format(
             keras.backend.image_data_format() if data_format is None else data_format
         )
 
@@ -143,7 +143,7 @@ class _RoILayer(keras.layers.Layer):
         """`boxes` as Keras takes them: Keras 3 refuses nested Python lists
         of numbers, and lists that mix them with tensors, as call arguments."""
         if isinstance(boxes, (list, tuple)):
-            return roi_ops.box_tensors(boxes)
+            return roi_boxes.box_tensors(boxes)
         # fit and predict slice [K, 5] rows apart from the images their first
         # column indexes, so a model must not take them as an input.
         if _is_keras_tensor(boxes) and _rank(boxes.shape) == 2:
@@ -246,7 +246,7 @@ class _RoILayer(keras.layers.Layer):
 class _SingleScaleLayer(_RoILayer):
     def __init__(self, output_size, spatial_scale=1.0, data_format=None, **kwargs):
         super().__init__(output_size, data_format, **kwargs)
-        self.spatial_scale = roi_ops.check_spatial_scale(spatial_scale)
+        self.spatial_scale = roi_checks.check_spatial_scale(spatial_scale)
 
     def _op_kwargs(self):
         return {**super()._op_kwargs(), "spatial_scale": self.spatial_scale}
@@ -265,8 +265,8 @@ class _SamplingLayer(_SingleScaleLayer):
         **kwargs,
     ):
         super().__init__(output_size, spatial_scale, data_format, **kwargs)
-        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
-        self.aligned = roi_ops.check_aligned(
+        self.sampling_ratio = roi_checks.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_checks.check_aligned(
             self._default_aligned if aligned is None else aligned
         )
 
@@ -403,16 +403,16 @@ class MultiScaleRoIAlign(_RoILayer):
         self.spatial_scales = (
             None
             if spatial_scales is None
-            else roi_ops.check_spatial_scales(spatial_scales)
+            else roi_checks.check_spatial_scales(spatial_scales)
         )
         self.image_size = (
             None
             if image_size is None
-            else list(roi_ops.check_size(image_size, "image_size"))
+            else list(roi_checks.check_size(image_size, "image_size"))
         )
-        self.sampling_ratio = roi_ops.check_sampling_ratio(sampling_ratio)
-        self.aligned = roi_ops.check_aligned(aligned)
-        self.canonical_scale, self.canonical_level = roi_ops.check_level_mapping(
+        self.sampling_ratio = roi_checks.check_sampling_ratio(sampling_ratio)
+        self.aligned = roi_checks.check_aligned(aligned)
+        self.canonical_scale, self.canonical_level = roi_checks.check_level_mapping(
             canonical_scale, canonical_level
         )
 

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import roi_reference
+from tensorflow_customops.python.kernel_tests.roi import roi_reference
 from tensorflow_customops.python.registry import boxes
 
 OP_NAMES = ["roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"]

@@ -6,10 +6,10 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tensorflow_customops.python.kernel_tests import roi_test_util as util
 from tensorflow_customops.python.kernel_tests.gradient_test_util import (
     symbolic_gradient_of,
 )
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 from tensorflow_customops.python.ops import load_library
 
 _ops = load_library.load_op_library()

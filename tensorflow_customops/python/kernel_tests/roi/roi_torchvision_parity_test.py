@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 
 _TV_DTYPES = {tf.float32: "float32", tf.float64: "float64"}
 

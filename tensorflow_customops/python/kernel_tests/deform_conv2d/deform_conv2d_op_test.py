@@ -4,7 +4,7 @@ gradients, torchvision's offset gradient on the padding edge, NaN and
 infinite offsets, empty batches, graph, eager and tf.function modes, and
 argument errors. The registry entry adds the cross-op checks (determinism,
 threads, large shapes, the C++ gradient, fuzzing, goldens);
-deformable_conv2d_torchvision_parity_test compares with torchvision."""
+deform_conv2d_torchvision_parity_test compares with torchvision."""
 
 import contextlib
 
@@ -13,10 +13,10 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import (
-    deformable_conv2d_reference as ref,
-)
 from tensorflow_customops.python.kernel_tests import xla_test_util
+from tensorflow_customops.python.kernel_tests.deform_conv2d import (
+    deform_conv2d_reference as ref,
+)
 from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library
 
 _ops = load_library.load_op_library()

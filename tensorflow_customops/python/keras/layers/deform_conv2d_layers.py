@@ -16,7 +16,11 @@ registered as `tfco>DeformConv2D`.
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library, roi_ops
+from tensorflow_customops.python.ops import (
+    deformable_conv2d_ops,
+    load_library,
+    roi_checks,
+)
 
 
 def _padding(padding):
@@ -103,15 +107,15 @@ class DeformConv2D(keras.layers.Layer):
                 f"filters ({filters}) must be a multiple of groups ({groups})"
             )
         self.filters = filters
-        self.kernel_size = roi_ops.check_size(kernel_size, "kernel_size")
-        self.strides = roi_ops.check_size(strides, "strides")
+        self.kernel_size = roi_checks.check_size(kernel_size, "kernel_size")
+        self.strides = roi_checks.check_size(strides, "strides")
         self.padding = _padding(padding)
-        self.dilation_rate = roi_ops.check_size(dilation_rate, "dilation_rate")
+        self.dilation_rate = roi_checks.check_size(dilation_rate, "dilation_rate")
         self.groups = groups
         self.offset_groups = offset_groups
         self.use_mask = bool(use_mask)
         self.use_bias = bool(use_bias)
-        self.data_format = roi_ops.check_data_format(
+        self.data_format = roi_checks.check_data_format(
             keras.backend.image_data_format() if data_format is None else data_format
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -7,7 +7,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 from tensorflow_customops.python.ops import roi_ops
 
 _raw = roi_ops._ops

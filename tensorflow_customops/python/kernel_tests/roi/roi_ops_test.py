@@ -10,8 +10,9 @@ from absl.testing import parameterized
 from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import roi_reference, xla_test_util
-from tensorflow_customops.python.kernel_tests import roi_test_util as util
+from tensorflow_customops.python.kernel_tests import xla_test_util
+from tensorflow_customops.python.kernel_tests.roi import roi_reference
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 from tensorflow_customops.python.ops import load_library
 
 _ops = load_library.load_op_library()

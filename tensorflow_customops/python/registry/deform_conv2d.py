@@ -63,7 +63,7 @@ def _property_case(dtype):
     # over 4 threads; the two groups and offset groups run the segment and
     # group paths.
     return Case(
-        f"deformable_conv2d_{dtype.name}",
+        f"deform_conv2d_{dtype.name}",
         lambda seed: _inputs(seed, 2, 32, 16, 16, 16, (3, 3), 2, 2, dtype),
         _forward(dtype),
         (0, 1, 2, 3),

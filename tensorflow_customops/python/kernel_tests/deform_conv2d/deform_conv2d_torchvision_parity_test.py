@@ -24,8 +24,8 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.kernel_tests import (
-    deformable_conv2d_reference as ref,
+from tensorflow_customops.python.kernel_tests.deform_conv2d import (
+    deform_conv2d_reference as ref,
 )
 
 _TOLERANCE = {tf.float64: 1e-9, tf.float32: 2e-4}
