@@ -9,9 +9,9 @@ bfloat16, float and double: spec and shape function, C++ gradient, functor
 header, CPU kernel with validation, GPU kernel, Python wrapper and gradient,
 tests and the ONNX export's test (python/kernel_tests/NAME/, with its BUILD),
 registry entry, GPU check cases and runner, and the ONNX handler. The files
-it writes are the op's own; in shared files it adds the op's line to each
-table (TFCO_OPS, core/kernels/BUILD, the package's imports and __all__, the
-GPU check's case list and runner map) and its GPU check cases and runner.
+it writes are the op's own (the GPU check's cases and runner register
+themselves); in shared files it adds the op's line to each table (TFCO_OPS,
+core/kernels/BUILD, the package's imports and __all__).
 Then it records the spec's history and goldens (bazel run
 //tensorflow_customops/core/ops/compat:update_ops_history and :record_goldens)
 unless --skip-compat.
@@ -52,8 +52,7 @@ def _fill(text, names):
 def _template_files():
     """(template path, repository path with NAME still in it) of the files
     the op owns."""
-    root = os.path.join(_TEMPLATE, "tensorflow_customops")
-    for directory, _, files in os.walk(root):
+    for directory, _, files in os.walk(_TEMPLATE):
         for file_name in sorted(files):
             path = os.path.join(directory, file_name)
             relative = os.path.relpath(path, _TEMPLATE)
@@ -126,52 +125,6 @@ def _export(root, name, function):
     return path
 
 
-def _add_gpu_check(root, names):
-    name, camel = names["{{name}}"], names["{{Name}}"]
-    cases_path = os.path.join(root, "tools", "gpu_check", "make_cases.py")
-    text = _insert_before(
-        _read(cases_path),
-        "def all_cases():\n",
-        _fill(_read(os.path.join(_TEMPLATE, "gpu_check", "cases.py.tmpl")), names),
-        cases_path,
-    )
-    match = re.search(r"def all_cases\(\):\n(?:.*\n)*?(        \)\n)", text)
-    if not match:
-        raise ScaffoldError(f"{cases_path}: no case list in all_cases()")
-    text = (
-        text[: match.start(1)]
-        + f"            + {name}_cases()\n"
-        + text[match.start(1) :]
-    )
-    _write(cases_path, text)
-
-    runner_path = os.path.join(root, "tools", "gpu_check", "gpu_check.cu.cc")
-    text = _read(runner_path)
-    includes = re.findall(
-        r'#include "tensorflow_customops/core/kernels/[a-z0-9_]+\.h"\n', text
-    )
-    if not includes:
-        raise ScaffoldError(f"{runner_path}: no kernel includes")
-    text = text.replace(
-        includes[-1],
-        includes[-1] + f'#include "tensorflow_customops/core/kernels/{name}_op.h"\n',
-    )
-    text = _insert_before(
-        text,
-        "std::map<std::string, Tensor> Run(const Case& c, const GPUDevice& d) {\n",
-        _fill(_read(os.path.join(_TEMPLATE, "gpu_check", "runner.cu.cc.tmpl")), names),
-        runner_path,
-    )
-    text = _insert_before(
-        text,
-        "      };\n  const auto it = runners.find",
-        f'          {{"{camel}", Run{camel}}},\n',
-        runner_path,
-    )
-    _write(runner_path, text)
-    return [cases_path, runner_path]
-
-
 def _format(paths):
     """Formats what was written, where the formatters are installed."""
     python = [p for p in paths if p.endswith(".py")]
@@ -217,7 +170,6 @@ def scaffold(root, name, function=None):
         )
     )
     written.append(_export(root, name, names["{{function}}"]))
-    written += _add_gpu_check(root, names)
     _format(written)
     return written
 

@@ -119,7 +119,7 @@ class NewOpTest(unittest.TestCase):
                 "build",
                 "--config=cuda",
                 f"//tensorflow_customops/core/kernels:{_NAME}_op_core",
-                "//tools/gpu_check:gpu_check_gpu_check_o",
+                f"//tools/gpu_check:gpu_check_runners_{_NAME}_o",
             )
 
     def test_existing_op_is_refused(self):

@@ -27,6 +27,15 @@ class GpuCheckTest(tf.test.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("usage: gpu_check CASES", result.stderr)
 
+    def test_a_runner_for_every_op_with_cases(self):
+        # --list needs no GPU: the runners/ files' registrations against the
+        # cases/ modules' ops.
+        listed = subprocess.run(
+            [_BINARY, "--list"], capture_output=True, text=True, check=True
+        ).stdout.split()
+        self.assertEqual(listed, sorted(listed))
+        self.assertEqual(set(listed), {c.op for c in make_cases.all_cases()})
+
     def test_runs_every_case_or_says_no_device(self):
         cases = make_cases.all_cases()
         with tempfile.TemporaryDirectory() as tmp:

@@ -118,7 +118,9 @@ class MakeCasesTest(tf.test.TestCase):
                 self.assertNotIn(name, by_op)
                 continue
             self.assertIn(
-                name, by_op, f"{op} has no GPU check case: add one to make_cases.py"
+                name,
+                by_op,
+                f"{op} has no GPU check case: add some in tools/gpu_check/cases",
             )
             gpu = _kernel_dtypes(op_def, "GPU")
             if tfco.build_info()["cuda"]:

@@ -1,0 +1,260 @@
+"""The RoI family's cases: the ops forward and backward in both layouts, with
+degenerate and off-map boxes, no boxes, and sizes that need several passes of
+the kernels' grid-stride loops; the box gradient; and the box check of the XLA
+GPU lowering (RoiCheckBoxes)."""
+
+import numpy as np
+import tensorflow as tf
+
+from tensorflow_customops.python.kernel_tests.roi import roi_test_util
+from tensorflow_customops.python.registry import boxes
+from tools.gpu_check.cases import FLOAT_DTYPES, TF_DTYPES, case, normal, ops
+
+# --- RoI ops: (op, functor, variants of (spatial_scale, sampling_ratio, aligned)).
+
+_ROI_OPS = [
+    ("roi_pool", "RoiPool", [(1.0, None, None), (0.5, None, None)]),
+    ("roi_align", "RoiAlign", [(1.0, -1, False), (0.5, 2, True)]),
+    ("ps_roi_pool", "PsRoiPool", [(1.0, None, None), (0.5, None, None)]),
+    ("ps_roi_align", "PsRoiAlign", [(1.0, -1, True), (0.5, 2, False)]),
+]
+
+
+def _roi_attrs(op, output_size, spatial_scale, sampling_ratio, aligned, data_format):
+    attrs = {
+        "pooled_height": output_size[0],
+        "pooled_width": output_size[1],
+        "spatial_scale": spatial_scale,
+    }
+    if sampling_ratio is not None:
+        attrs.update(sampling_ratio=sampling_ratio, aligned=aligned)
+    op_attrs = dict(attrs, data_format=data_format)
+    return dict(attrs, nchw=float(data_format == "NCHW")), op_attrs
+
+
+def _roi_cases(
+    name, op, functor, features, rois, output_size, variant, dtype, data_format, seed
+):
+    """The forward and the backward case of one RoI op call."""
+    attrs, op_attrs = _roi_attrs(op, output_size, *variant, data_format)
+    x = tf.cast(features, TF_DTYPES[dtype])
+    if data_format == "NCHW":
+        x = tf.transpose(x, [0, 3, 1, 2])
+    # A tensor keeps float64 boxes float64 (Tboxes); the op wrapper would
+    # convert a NumPy array to Tboxes' default, float32.
+    rois = tf.constant(rois)
+    forward = getattr(ops, "custom_ops_" + op)(x, rois, **op_attrs)
+    pooled = forward[0] if functor == "RoiPool" else forward
+    outputs = {"pooled": (pooled, dtype)}
+    if functor == "RoiPool":
+        outputs["argmax"] = (forward[1], "int32")
+    kind = "exact" if functor == "RoiPool" else "sum"
+    boxes_dtype = rois.dtype.name  # float32, or float64 (Tboxes)
+    inputs = {"features": (x, dtype), "rois": (rois, boxes_dtype)}
+    cases = []
+    if pooled.shape.num_elements():  # the op launches nothing otherwise
+        cases.append(case(name + "/fwd", functor, attrs, inputs, outputs, kind, dtype))
+
+    grads = normal(np.random.default_rng(seed), pooled.shape, dtype)
+    grad_inputs = [grads, rois]
+    if functor == "RoiPool":
+        grad_inputs.append(forward[1])
+    grad_inputs.append(tf.shape(x))
+    grad = getattr(ops, "custom_ops_" + op + "_grad")(*grad_inputs, **op_attrs)
+    inputs = dict(inputs, grads=(grads, dtype))
+    if functor == "RoiPool":
+        inputs["argmax"] = (forward[1], "int32")
+    outputs = {"grad_features": (grad, dtype)}
+    cases.append(
+        case(name + "/grad", functor + "Grad", attrs, inputs, outputs, "atomic", dtype)
+    )
+    if functor.endswith("Align") and pooled.shape.num_elements():
+        # One box per block, summed in a fixed order: "sum", not "atomic".
+        box_grad = getattr(ops, "custom_ops_" + op + "_grad_boxes")(
+            grads=grads, features=x, rois=rois, **op_attrs
+        )
+        inputs = {
+            "grads": (grads, dtype),
+            "features": (x, dtype),
+            "rois": (rois, boxes_dtype),
+        }
+        outputs = {"grad_rois": (box_grad, boxes_dtype)}
+        cases.append(
+            case(
+                name + "/grad_boxes",
+                functor + "GradBoxes",
+                attrs,
+                inputs,
+                outputs,
+                "sum",
+                dtype,
+            )
+        )
+    return cases
+
+
+def _pooling_cases():
+    cases = []
+    for op, functor, variants in _ROI_OPS:
+        ps = op.startswith("ps_")
+        for i, variant in enumerate(variants):
+            for dtype in FLOAT_DTYPES:
+                for data_format in ("NHWC", "NCHW"):
+                    case = roi_test_util.make_case(
+                        op, seed=i, spatial_scale=variant[0], output_size=(3, 2)
+                    )
+                    name = f"{op}/{dtype}/{data_format}/variant{i}"
+                    cases += _roi_cases(
+                        name,
+                        op,
+                        functor,
+                        case.features_nhwc,
+                        case.rois,
+                        case.output_size,
+                        variant,
+                        dtype,
+                        data_format,
+                        seed=i,
+                    )
+        # float64 boxes (with float64 features) that float32 cannot hold.
+        for data_format in ("NHWC", "NCHW"):
+            case = roi_test_util.float64_boxes_case(op, seed=11)
+            cases += _roi_cases(
+                f"{op}/float64/{data_format}/float64_boxes",
+                op,
+                functor,
+                case.features_nhwc,
+                case.rois,
+                case.output_size,
+                variants[1],
+                "float64",
+                data_format,
+                seed=11,
+            )
+        # No boxes: the backward still writes a zero gradient.
+        rng = np.random.default_rng(7)
+        features = rng.standard_normal((2, 5, 6, 8 if ps else 3))
+        no_rois = np.zeros((0, 5), np.float32)
+        for data_format in ("NHWC", "NCHW"):
+            cases += _roi_cases(
+                f"{op}/float32/{data_format}/no_boxes",
+                op,
+                functor,
+                features,
+                no_rois,
+                (2, 2),
+                variants[0],
+                "float32",
+                data_format,
+                seed=7,
+            )
+        if op in ("roi_align", "ps_roi_align"):
+            cases += _grouped_channel_cases(op, functor)
+        if op == "roi_align":
+            cases += _many_boxes_cases()
+    return cases
+
+
+def _grouped_channel_cases(op, functor):
+    """An align op with four output channels, which its GPU kernels compute
+    four channels per thread."""
+    cases = []
+    channels = 4 * 3 * 2 if op.startswith("ps_") else 4
+    for dtype in FLOAT_DTYPES:
+        for data_format in ("NHWC", "NCHW"):
+            rng = np.random.default_rng(9)
+            features = rng.standard_normal((2, 9, 11, channels))
+            rois = boxes.edge_cases(rng, 2, 9, 11, 1.0)
+            cases += _roi_cases(
+                f"{op}/{dtype}/{data_format}/channels4",
+                op,
+                functor,
+                features,
+                rois,
+                (3, 2),
+                (1.0, -1, True),
+                dtype,
+                data_format,
+                seed=9,
+            )
+    return cases
+
+
+def _many_boxes_cases():
+    """RoiAlign with an output larger than one wave of threads on current GPUs
+    (132 multiprocessors x 2048 threads), so the grid-stride loops, the same
+    in every RoI kernel, make several passes."""
+    rng = np.random.default_rng(8)
+    features = rng.standard_normal((2, 24, 24, 20))
+    rois = np.concatenate([boxes.edge_cases(rng, 2, 24, 24, 1.0) for _ in range(20)])
+    return _roi_cases(
+        "roi_align/float32/NHWC/many_boxes",
+        "roi_align",
+        "RoiAlign",
+        features,
+        rois,
+        (7, 7),
+        (1.0, 2, True),
+        "float32",
+        "NHWC",
+        seed=8,
+    )
+
+
+# --- The XLA GPU lowering's box check (TfcoRoiCheckBoxes), no op of its own.
+
+
+def _check_boxes_cases():
+    """Boxes that the kernels reject become the null box (roi_ops_common.h's
+    RoiOk and NullBox): a batch index out of range or fractional, a coordinate
+    that is not finite or beyond 2^30 pixels once scaled."""
+    rois = np.array(
+        [
+            [1, 0.5, 1, 4, 5],
+            [2, 1, 1, 2, 2],
+            [-1, 0, 0, 1, 1],
+            [0.5, 0, 0, 1, 1],
+            [0, np.nan, 0, 1, 1],
+            [0, 1, -np.inf, 1, 1],
+            [0, 1, 1, 3e9, 2],
+            [0, -1, -2, 3, 4],
+        ],
+        np.float32,
+    )
+    cases = []
+    for batch, spatial_scale, dtype in (
+        (2, 1.0, "float32"),
+        (3, 0.25, "float32"),
+        (3, 0.25, "float64"),
+    ):
+        boxes_ = rois.astype(dtype)
+        if dtype == "float64":  # whole batch indices, finer coordinates
+            boxes_[:, 1:] += 1e-4
+        scale = np.float32(spatial_scale)
+        index = boxes_[:, 0]
+        with np.errstate(invalid="ignore"):
+            ok = (
+                np.all(np.isfinite(boxes_), axis=1)
+                & np.all(np.abs(boxes_[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
+                & (index == np.floor(index))
+                & (index >= 0)
+                & (index < batch)
+            )
+        null = np.array([0] + [np.float32(-4) / scale] * 4, dtype)
+        checked = np.where(ok[:, None], boxes_, null)
+        cases.append(
+            case(
+                f"roi_check_boxes/batch{batch}/scale{spatial_scale}/{dtype}",
+                "RoiCheckBoxes",
+                {"batch": batch, "spatial_scale": spatial_scale},
+                {"rois": (boxes_, dtype)},
+                {"checked": (checked, dtype)},
+                "exact",
+                dtype,
+            )
+        )
+    return cases
+
+
+def cases():
+    return _pooling_cases() + _check_boxes_cases()

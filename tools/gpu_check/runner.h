@@ -1,0 +1,214 @@
+// The GPU check's shared pieces: the device and its memory, the kernel
+// core's error and dtype conversions, and the table of runners. Each op
+// family's runners live in runners/<family>.cu.cc and add themselves to the
+// table (RegisterRunner), so a new family is a new file there.
+
+#ifndef TOOLS_GPU_CHECK_RUNNER_H_
+#define TOOLS_GPU_CHECK_RUNNER_H_
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tools/gpu_check/case_file.h"
+
+namespace gpu_check {
+
+inline void Check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " +
+                             cudaGetErrorString(status));
+  }
+}
+
+// The stream every kernel runs on, as the kernel core's device.
+class GPUDevice {
+ public:
+  explicit GPUDevice(cudaStream_t stream)
+      : stream_(stream), device_{nullptr, stream} {}
+  cudaStream_t stream() const { return stream_; }
+  const TfcoDevice* core() const { return &device_; }
+  void synchronize() const {
+    Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  cudaStream_t stream_;
+  TfcoDevice device_;
+};
+
+// Throws the kernel core's error, if any.
+inline void CheckCore(TfcoError error) {
+  if (error != nullptr) throw std::runtime_error(error);
+}
+
+inline TfcoDtype CoreDtype(DType dtype) {
+  switch (dtype) {
+    case DType::kHalf:
+      return TFCO_HALF;
+    case DType::kBfloat16:
+      return TFCO_BFLOAT16;
+    case DType::kFloat:
+      return TFCO_FLOAT;
+    case DType::kDouble:
+      return TFCO_DOUBLE;
+    case DType::kInt32:
+      return TFCO_INT32;
+    case DType::kInt64:
+      return TFCO_INT64;
+    case DType::kInt8:
+      return TFCO_INT8;
+    case DType::kUint8:
+      return TFCO_UINT8;
+  }
+  throw std::runtime_error("unknown dtype");
+}
+
+// Device memory; outputs start as 0xff bytes (NaN, or -1), so an element a
+// kernel fails to write cannot pass as a right answer.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) Check(cudaMalloc(&data_, bytes_), "cudaMalloc");
+  }
+  explicit DeviceBuffer(const Tensor& t) : DeviceBuffer(t.data.size()) {
+    if (bytes_ > 0) {
+      Check(cudaMemcpy(data_, t.data.data(), bytes_, cudaMemcpyHostToDevice),
+            "cudaMemcpy to device");
+    }
+  }
+  static DeviceBuffer Poisoned(size_t bytes) {
+    DeviceBuffer b(bytes);
+    if (bytes > 0) Check(cudaMemset(b.data_, 0xff, bytes), "cudaMemset");
+    return b;
+  }
+  DeviceBuffer(DeviceBuffer&& other)
+      : data_(other.data_), bytes_(other.bytes_) {
+    other.data_ = nullptr;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data_); }
+
+  template <typename T>
+  T* get() const {
+    return static_cast<T*>(data_);
+  }
+
+  Tensor Download(DType dtype, std::vector<int64_t> dims) const {
+    Tensor t;
+    t.dtype = dtype;
+    t.dims = std::move(dims);
+    t.data.resize(t.NumElements() * SizeOf(dtype));
+    if (t.data.size() > bytes_) throw std::logic_error("download too large");
+    if (!t.data.empty()) {
+      Check(cudaMemcpy(t.data.data(), data_, t.data.size(),
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy to host");
+    }
+    return t;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
+// Inputs named prefix0, prefix1, ... on the device.
+// Inputs named prefix0, prefix1, ... on the device.
+inline std::vector<DeviceBuffer> Uploads(const Case& c,
+                                         const std::string& prefix, int n) {
+  std::vector<DeviceBuffer> buffers;
+  for (int i = 0; i < n; ++i) {
+    buffers.emplace_back(c.Input(prefix + std::to_string(i)));
+  }
+  return buffers;
+}
+
+using Outputs = std::map<std::string, Tensor>;
+
+// Runs a case's kernel and returns its outputs, synchronised.
+using RunFn = Outputs (*)(const Case&, const GPUDevice&);
+// One benchmark line (BenchCase) for a case; null where an op has none.
+using BenchFn = std::string (*)(const Case&, int, const GPUDevice&);
+
+struct Runner {
+  RunFn run;
+  BenchFn bench;
+};
+
+// Op name (as in the case file) -> its runner.
+inline std::map<std::string, Runner>& Runners() {
+  static std::map<std::string, Runner> runners;
+  return runners;
+}
+
+// A static RegisterRunner in a runners/ file adds its ops to the table. Two
+// files claiming one op is a programming error, caught at start-up.
+struct RegisterRunner {
+  RegisterRunner(std::initializer_list<const char*> ops, RunFn run,
+                 BenchFn bench = nullptr) {
+    for (const char* op : ops) {
+      if (!Runners().emplace(op, Runner{run, bench}).second) {
+        throw std::logic_error(std::string("two runners for ") + op);
+      }
+    }
+  }
+};
+
+// --- Benchmark: median milliseconds of a kernel, timed with events.
+
+// timed with events.
+
+inline double MedianMs(const GPUDevice& d, int repeats,
+                       const std::function<void()>& step) {
+  for (int i = 0; i < 3; ++i) step();
+  cudaEvent_t start, stop;
+  Check(cudaEventCreate(&start), "cudaEventCreate");
+  Check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> times;
+  for (int i = 0; i < repeats; ++i) {
+    Check(cudaEventRecord(start, d.stream()), "cudaEventRecord");
+    step();
+    Check(cudaEventRecord(stop, d.stream()), "cudaEventRecord");
+    Check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms;
+    Check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// One JSON line: the median forward time, and forward+backward when the case
+// carries the backward's input.
+template <typename Runner>
+std::string BenchCase(const Case& c, int repeats, const GPUDevice& d) {
+  Runner runner(c, d);
+  std::ostringstream line;
+  line << "{\"case\": \"" << c.name
+       << "\", \"fwd_ms\": " << MedianMs(d, repeats, [&] { runner.Forward(); });
+  if (runner.has_grads()) {
+    line << ", \"fwd_bwd_ms\": " << MedianMs(d, repeats, [&] {
+      runner.Forward();
+      runner.Backward();
+    });
+  }
+  Check(cudaStreamSynchronize(d.stream()), "kernel");
+  return line.str() + "}";
+}
+
+}  // namespace gpu_check
+
+#endif  // TOOLS_GPU_CHECK_RUNNER_H_

@@ -1,0 +1,36 @@
+// CheckNumericsN's GPU kernel: the per-tensor flags it reports.
+
+#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tools/gpu_check/runner.h"
+
+namespace gpu_check {
+namespace {
+
+std::map<std::string, Tensor> RunCheckNumerics(const Case& c,
+                                               const GPUDevice& d) {
+  const int n = static_cast<int>(c.Attr("num_tensors"));
+  std::vector<DeviceBuffer> x = Uploads(c, "x", n);
+  std::vector<TfcoDtype> dtypes;
+  std::vector<const void*> tensors;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& input = c.Input("x" + std::to_string(i));
+    dtypes.push_back(CoreDtype(input.dtype));
+    tensors.push_back(x[i].get<void>());
+    sizes.push_back(input.NumElements());
+  }
+  DeviceBuffer scratch = DeviceBuffer::Poisoned(n * sizeof(int));
+  Tensor flags;
+  flags.dtype = DType::kInt32;
+  flags.dims = {n};
+  flags.data.resize(n * sizeof(int));
+  CheckCore(TfcoNumericFlags(d.core(), n, dtypes.data(), tensors.data(),
+                             sizes.data(), scratch.get<int>(),
+                             reinterpret_cast<int*>(flags.data.data())));
+  return {{"flags", flags}};
+}
+
+const RegisterRunner kCheckNumerics({"CheckNumericsN"}, RunCheckNumerics);
+
+}  // namespace
+}  // namespace gpu_check
