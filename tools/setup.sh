@@ -32,23 +32,26 @@ command -v readelf >/dev/null || missing+=(binutils)
 # The CUDA 12 route compiles with clang 16 and packs with the nvcc toolkit's
 # fatbinary, so it is set up only beside nvcc.
 cuda12=0
-if [[ "${TFCO_CUDA12:-1}" != 0 ]] && command -v nvcc >/dev/null; then
-  cuda12=1
-  if ! command -v clang-16 >/dev/null; then
-    if command -v apt-get >/dev/null; then
-      missing+=(clang-16)
-    else
-      echo "setup: no apt-get to install clang-16: the CUDA 12 route is left out" >&2
-    fi
-  fi
-fi
+[[ "${TFCO_CUDA12:-1}" != 0 ]] && command -v nvcc >/dev/null && cuda12=1
+sudo=()
+[[ "$(id -u)" == 0 ]] || sudo=(sudo)
 if ((${#missing[@]})); then
-  sudo=()
-  [[ "$(id -u)" == 0 ]] || sudo=(sudo)
   echo "setup: installing ${missing[*]} with apt-get" >&2
   "${sudo[@]}" apt-get update -q
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q \
     --no-install-recommends "${missing[@]}"
+fi
+
+# clang-16 is Debian 12's; elsewhere the CUDA 12 route is left out
+# (tools/configure.py then records none, and --config=cuda12 says so).
+if ((cuda12)) && ! command -v clang-16 >/dev/null; then
+  if ! command -v apt-get >/dev/null ||
+    ! { "${sudo[@]}" apt-get update -q &&
+      DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q \
+        --no-install-recommends clang-16; }; then
+    echo "setup: clang-16 could not be installed: the CUDA 12 route is left out" >&2
+    cuda12=0
+  fi
 fi
 
 # TensorFlow: the pinned release only where none is installed. An installed
