@@ -2,7 +2,8 @@
 # Builds the wheel into dist/ and smoke-tests it with the installed
 # TensorFlow.
 #
-#   tools/build_wheel.sh [--installed-only | --releases 2.12,2.16,...] [BAZEL_ARGS...]
+#   tools/build_wheel.sh [--installed-only | --releases 2.12,2.16,...] [--cuda 12]
+#                        [BAZEL_ARGS...]
 #
 # By default the wheel carries a glue for every release in
 # third_party/tf/releases.bzl: set-up (which keeps an installed TensorFlow),
@@ -14,15 +15,26 @@
 # (the fast developer loop, and the way to build for a TensorFlow no wheel
 # supports); --releases picks the other releases. Set PYTHON to build for
 # another environment's TensorFlow (tools/setup.sh says which interpreter is
-# used otherwise).
+# used otherwise). --cuda 12 builds the GPU kernels by the CUDA 12 route
+# instead of nvcc (--config=cuda12: clang 16 and the CUDA 12.9 runtime, for
+# drivers from 525.60.13; docs/gpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${PWD}"
 releases=all
-case "${1:-}" in
-  --installed-only) releases=""; shift ;;
-  --releases) releases="$2"; shift 2 ;;
-esac
+cuda=nvcc
+while (($#)); do
+  case "$1" in
+    --installed-only) releases=""; shift ;;
+    --releases) releases="$2"; shift 2 ;;
+    --cuda)
+      [[ "${2:-}" == 12 ]] || { echo "build_wheel: --cuda takes 12" >&2; exit 2; }
+      cuda=12
+      shift 2
+      ;;
+    *) break ;;
+  esac
+done
 tools/setup.sh
 # The interpreter set-up chose (PYTHON, python3, or the virtualenv it made).
 PYTHON="$(sed -n 's/^build --action_env=PYTHON_BIN_PATH=//p' .tf_configure.bazelrc)"
@@ -38,6 +50,14 @@ if [[ -n "${releases}" ]]; then
 fi
 config=()
 command -v nvcc >/dev/null && config=(--config=cuda)
+if [[ "${cuda}" == 12 ]]; then
+  grep -q '^build --repo_env=CLANG_CUDA_PATH=' .tf_configure.bazelrc || {
+    echo "build_wheel: --cuda 12 needs clang 16 and the CUDA 12 wheels, which" \
+      "tools/setup.sh installs beside nvcc (docs/gpu.md)" >&2
+    exit 1
+  }
+  config=(--config=cuda12)
+fi
 wheel_releases="$(IFS=,; echo "${others[*]}")"
 bazel build "${config[@]}" "--//third_party/tf:wheel_releases=${wheel_releases}" "$@" \
   //:build_pip_pkg

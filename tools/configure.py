@@ -4,8 +4,11 @@
 Every value the build needs (include and library paths, library name, ABI
 flag, C++ standard, Eigen alignment, CUDA build info, the Python interpreter)
 is read from `tf.sysconfig` and the interpreter running this script; nothing
-is hard-coded. The output is deterministic, so running it twice changes
-nothing. Usage: python3 tools/configure.py [--output PATH]
+is hard-coded. The CUDA 12 route (`--config=cuda12`, docs/gpu.md) is set up
+from what tools/setup.sh installed: clang 16, and NVIDIA's CUDA 12 wheels,
+which this script lays out as one toolkit folder for clang. The output is
+deterministic, so running it twice changes nothing.
+Usage: python3 tools/configure.py [--output PATH]
 """
 
 import argparse
@@ -92,6 +95,199 @@ def find_nvcc():
     return nvcc, os.path.realpath(match.group(1))
 
 
+# What tools/setup.sh installs for the CUDA 12 route, and which wheel holds
+# each folder clang reads from a CUDA toolkit.
+CUDA12_REQUIREMENTS = os.path.join(os.path.dirname(__file__), "requirements-cuda12.txt")
+CLANG_CUDA = "clang-16"
+_CUDA12_INCLUDES = ["cuda_runtime", "cuda_nvcc", "cuda_cccl", "curand"]
+_CUDA12_LINKS = {
+    "lib64/libcudart_static.a": "cuda_runtime/lib/libcudart_static.a",
+    "bin/ptxas": "cuda_nvcc/bin/ptxas",
+    "nvvm/libdevice": "cuda_nvcc/nvvm/libdevice",
+}
+
+# clang 16 hands fatbinary CUDA 12's image options; the fatbinary here (the
+# nvcc toolkit's, CUDA 13) takes only --image3. The fat binary is left
+# uncompressed so that any CUDA 12 driver reads it.
+_FATBINARY_WRAPPER = """#!/bin/bash
+# Written by tools/configure.py: rewrites clang's fatbinary arguments.
+args=()
+for a in "$@"; do
+  if [[ "$a" =~ ^--image=profile=(sm|compute)_([0-9]+[a-z]?),file=(.*)$ ]]; then
+    kind=elf
+    [[ "${BASH_REMATCH[1]}" == compute ]] && kind=ptx
+    a="--image3=kind=${kind},sm=${BASH_REMATCH[2]},file=${BASH_REMATCH[3]}"
+  fi
+  args+=("$a")
+done
+exec {fatbinary} --compress=false "${args[@]}"
+"""
+
+# The CUDA release whose drivers first read a PTX ISA version (NVIDIA's PTX
+# ISA release notes): a driver compiles PTX only up to its own CUDA's ISA.
+_PTX_ISA_CUDA = {
+    "7.8": 11080,
+    "8.0": 12000,
+    "8.1": 12010,
+    "8.2": 12020,
+    "8.3": 12030,
+    "8.4": 12040,
+    "8.5": 12050,
+    "8.6": 12070,
+    "8.7": 12080,
+    "8.8": 12090,
+    "9.0": 13000,
+}
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "tensorflow_customops")
+
+
+def cuda12_dir():
+    """Where tools/setup.sh installs the CUDA 12 wheels (site/) and this
+    script lays out their toolkit (toolkit/)."""
+    return os.environ.get("TFCO_CUDA12_DIR") or os.path.join(cache_dir(), "cuda12")
+
+
+def write_if_changed(path, text, mode=None):
+    """Writes `text` to `path` unless it holds it already; True if written."""
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old != text:
+        with open(path, "w") as f:
+            f.write(text)
+    if mode is not None and os.stat(path).st_mode & 0o777 != mode:
+        os.chmod(path, mode)
+    return old != text
+
+
+def _symlink(target, link):
+    if os.path.islink(link) and os.readlink(link) == target:
+        return
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(target, link)
+
+
+def assemble_cuda12_toolkit(site, toolkit, fatbinary):
+    """Lays out the CUDA 12 wheels under `site` (pip --target) as a toolkit
+    folder clang accepts as --cuda-path: one include/ of every wheel's
+    headers, libcudart_static.a, ptxas and libdevice, by symbolic links, and
+    bin/fatbinary, the wrapper around `fatbinary`. Returns the toolkit, or
+    None if a wheel is missing."""
+    nvidia = os.path.join(site, "nvidia")
+    needed = [os.path.join(nvidia, w, "include") for w in _CUDA12_INCLUDES]
+    needed += [os.path.join(nvidia, src) for src in _CUDA12_LINKS.values()]
+    if not all(os.path.exists(p) for p in needed):
+        return None
+    for sub in ("include", "lib64", "bin", "nvvm"):
+        os.makedirs(os.path.join(toolkit, sub), exist_ok=True)
+    for wheel in _CUDA12_INCLUDES:
+        include = os.path.join(nvidia, wheel, "include")
+        for entry in sorted(os.listdir(include)):
+            if entry.startswith("__") or entry.endswith(".py"):
+                continue  # the wheels' Python package files
+            _symlink(
+                os.path.join(include, entry), os.path.join(toolkit, "include", entry)
+            )
+    for link, src in _CUDA12_LINKS.items():
+        _symlink(os.path.join(nvidia, src), os.path.join(toolkit, link))
+    write_if_changed(
+        os.path.join(toolkit, "bin", "fatbinary"),
+        _FATBINARY_WRAPPER.replace("{fatbinary}", fatbinary),
+        0o755,
+    )
+    return toolkit
+
+
+def ptx_cuda_version(ptx):
+    """The CUDA release whose drivers compile this PTX (from its .version)."""
+    match = re.search(r"^\.version\s+(\d+\.\d+)", ptx, re.MULTILINE)
+    if not match or match.group(1) not in _PTX_ISA_CUDA:
+        raise RuntimeError(f"unknown PTX ISA version in {ptx[:200]!r}")
+    return _PTX_ISA_CUDA[match.group(1)]
+
+
+def clang_cuda_probe(clang, toolkit, capabilities):
+    """The capabilities clang can compile for with this toolkit, and the
+    CUDA release whose drivers compile the PTX it writes for the newest."""
+    kept = []
+    for c in capabilities:
+        probe = subprocess.run(
+            [
+                clang,
+                "-x",
+                "cuda",
+                "-E",
+                "-nocudalib",
+                f"--cuda-path={toolkit}",
+                "-Wno-unknown-cuda-version",
+                f"--cuda-gpu-arch=sm_{c}",
+                os.devnull,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0:
+            kept.append(c)
+    if not kept:
+        return [], 0
+    ptx = subprocess.run(
+        [
+            clang,
+            "-x",
+            "cuda",
+            "-S",
+            "--cuda-device-only",
+            "-nocudalib",
+            f"--cuda-path={toolkit}",
+            "-Wno-unknown-cuda-version",
+            f"--cuda-gpu-arch=sm_{kept[-1]}",
+            "-o",
+            "-",
+            "-",
+        ],
+        input="__global__ void k() {}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return kept, ptx_cuda_version(ptx)
+
+
+def find_clang_cuda(cuda_dir, tf_capabilities):
+    """The CUDA 12 route's values, or {} where set-up did not install it (or
+    no fatbinary is at hand)."""
+    clang = shutil.which(CLANG_CUDA)
+    fatbinary = os.path.join(cuda_dir, "bin", "fatbinary") if cuda_dir else None
+    if not clang or not fatbinary or not os.path.exists(fatbinary):
+        return {}
+    toolkit = assemble_cuda12_toolkit(
+        os.path.join(cuda12_dir(), "site"),
+        os.path.join(cuda12_dir(), "toolkit"),
+        fatbinary,
+    )
+    if not toolkit:
+        return {}
+    wanted = sorted({int(re.sub(r"\D", "", c)) for c in tf_capabilities})
+    capabilities, ptx_version = clang_cuda_probe(
+        clang, toolkit, [str(c) for c in wanted]
+    )
+    if not capabilities:
+        return {}
+    return {
+        "CLANG_CUDA_PATH": os.path.realpath(clang),
+        "CLANG_CUDA_TOOLKIT_PATH": toolkit,
+        "CLANG_CUDA_CAPABILITIES": ",".join(capabilities),
+        "CLANG_CUDA_PTX_VERSION": str(ptx_version),
+    }
+
+
 def cc_library_name(lib_dir, framework_name):
     """File name of TensorFlow's C++ library (the XLA op registry lives there).
 
@@ -106,8 +302,7 @@ def tf_cache_dir():
     """Where tools/fetch_tf_headers.py keeps other TensorFlow releases' headers."""
     if os.environ.get("TFCO_TF_CACHE"):
         return os.path.abspath(os.environ["TFCO_TF_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(base, "tensorflow_customops", "tensorflow")
+    return os.path.join(cache_dir(), "tensorflow")
 
 
 def collect():
@@ -136,6 +331,9 @@ def collect():
         values["CUDA_TOOLKIT_PATH"] = cuda_dir
         values["TF_CUDA_CAPABILITIES"] = ",".join(
             nvcc_capabilities(nvcc, info.get("cuda_compute_capabilities", []))
+        )
+        values.update(
+            find_clang_cuda(cuda_dir, info.get("cuda_compute_capabilities", []))
         )
     return values
 
@@ -190,15 +388,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=os.path.join(root, ".tf_configure.bazelrc"))
     args = parser.parse_args(argv)
-    text = render(collect(), sanitizer_preloads())
-    old = None
-    if os.path.exists(args.output):
-        with open(args.output) as f:
-            old = f.read()
-    if old != text:
-        with open(args.output, "w") as f:
-            f.write(text)
-    print(("wrote " if old != text else "unchanged ") + args.output)
+    written = write_if_changed(args.output, render(collect(), sanitizer_preloads()))
+    print(("wrote " if written else "unchanged ") + args.output)
 
 
 if __name__ == "__main__":

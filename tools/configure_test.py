@@ -3,6 +3,7 @@ output is stable across runs."""
 
 import os
 import stat
+import subprocess
 import tempfile
 import unittest
 
@@ -72,6 +73,95 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(
             configure.nvcc_capabilities(nvcc, ["sm_60", "sm_80"]), ["60", "80"]
         )
+
+
+class Cuda12Test(unittest.TestCase):
+    def _fake_site(self):
+        site = tempfile.mkdtemp()
+        for wheel in ("cuda_runtime", "cuda_nvcc", "cuda_cccl", "curand"):
+            os.makedirs(os.path.join(site, "nvidia", wheel, "include"))
+        for path in [
+            "cuda_runtime/include/cuda_runtime.h",
+            "cuda_runtime/include/__init__.py",
+            "cuda_cccl/include/cub/cub.cuh",
+            "cuda_runtime/lib/libcudart_static.a",
+            "cuda_nvcc/bin/ptxas",
+            "cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
+        ]:
+            path = os.path.join(site, "nvidia", path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "w").close()
+        return site
+
+    def test_toolkit_layout(self):
+        site = self._fake_site()
+        toolkit = os.path.join(tempfile.mkdtemp(), "toolkit")
+        for _ in range(2):  # a second run finds everything in place
+            self.assertEqual(
+                configure.assemble_cuda12_toolkit(site, toolkit, "/bin/fatbinary"),
+                toolkit,
+            )
+        for path in [
+            "include/cuda_runtime.h",
+            "include/cub/cub.cuh",
+            "lib64/libcudart_static.a",
+            "bin/ptxas",
+            "nvvm/libdevice/libdevice.10.bc",
+        ]:
+            self.assertTrue(os.path.exists(os.path.join(toolkit, path)), path)
+        self.assertFalse(
+            os.path.exists(os.path.join(toolkit, "include", "__init__.py"))
+        )
+
+    def test_toolkit_needs_every_wheel(self):
+        site = self._fake_site()
+        os.remove(os.path.join(site, "nvidia", "cuda_nvcc", "bin", "ptxas"))
+        toolkit = os.path.join(tempfile.mkdtemp(), "toolkit")
+        self.assertIsNone(
+            configure.assemble_cuda12_toolkit(site, toolkit, "/bin/fatbinary")
+        )
+
+    def test_fatbinary_wrapper_rewrites_images(self):
+        folder = tempfile.mkdtemp()
+        fatbinary = os.path.join(folder, "real_fatbinary")
+        with open(fatbinary, "w") as f:
+            f.write('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+        os.chmod(fatbinary, 0o755)
+        toolkit = configure.assemble_cuda12_toolkit(
+            self._fake_site(), os.path.join(folder, "toolkit"), fatbinary
+        )
+        args = subprocess.run(
+            [
+                os.path.join(toolkit, "bin", "fatbinary"),
+                "-64",
+                "--create",
+                "/o/x.fatbin",
+                "--image=profile=sm_80,file=/t/a b.cubin",
+                "--image=profile=compute_90,file=/t/x.s",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        self.assertEqual(
+            args,
+            [
+                "--compress=false",
+                "-64",
+                "--create",
+                "/o/x.fatbin",
+                "--image3=kind=elf,sm=80,file=/t/a b.cubin",
+                "--image3=kind=ptx,sm=90,file=/t/x.s",
+            ],
+        )
+
+    def test_ptx_cuda_version(self):
+        self.assertEqual(
+            configure.ptx_cuda_version("//\n.version 7.8\n.target sm_90\n"), 11080
+        )
+        self.assertEqual(configure.ptx_cuda_version(".version 8.8\n"), 12090)
+        with self.assertRaisesRegex(RuntimeError, "unknown PTX ISA"):
+            configure.ptx_cuda_version(".version 99.1\n")
 
 
 class ConfigureTest(unittest.TestCase):

@@ -9,6 +9,8 @@ tools/configure.py writes the values this rule reads into
   //:tf_cuda_header_lib   adds TensorFlow's bundled CUDA headers to the path.
   //:libtensorflow_framework  the shared library file, linked by path.
   //:cudart_static        the CUDA runtime archive, when nvcc was found.
+  //:cudart_static_archive_cuda12  the CUDA 12 route's (clang 16), when
+                          tools/setup.sh installed it.
   //:py_toolchain         the Python interpreter that has TensorFlow.
   //:build_defs.bzl       the values, for the flag macro.
 """
@@ -26,7 +28,16 @@ _REQUIRED = [
     "TF_VERSION",
 ]
 
-_OPTIONAL = ["CUDA_TOOLKIT_PATH", "NVCC_PATH", "TF_CC_LIBRARY_NAME", "TF_CUDA_CAPABILITIES"]
+_OPTIONAL = [
+    "CLANG_CUDA_CAPABILITIES",
+    "CLANG_CUDA_PATH",
+    "CLANG_CUDA_PTX_VERSION",
+    "CLANG_CUDA_TOOLKIT_PATH",
+    "CUDA_TOOLKIT_PATH",
+    "NVCC_PATH",
+    "TF_CC_LIBRARY_NAME",
+    "TF_CUDA_CAPABILITIES",
+]
 
 def _tf_configure_impl(ctx):
     env = ctx.os.environ
@@ -51,6 +62,12 @@ def _tf_configure_impl(ctx):
     cuda_dir = env.get("CUDA_TOOLKIT_PATH", "")
     if nvcc:
         ctx.symlink(cuda_dir + "/lib64/libcudart_static.a", "cuda/lib64/libcudart_static.a")
+    clang_cuda = env.get("CLANG_CUDA_PATH", "")
+    if clang_cuda:
+        ctx.symlink(
+            env["CLANG_CUDA_TOOLKIT_PATH"] + "/lib64/libcudart_static.a",
+            "cuda12/lib64/libcudart_static.a",
+        )
 
     ctx.file("BUILD", """load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
 
@@ -106,6 +123,11 @@ filegroup(
     srcs = glob(["cuda/lib64/libcudart_static.a"]),
 )
 
+filegroup(
+    name = "cudart_static_archive_cuda12",
+    srcs = glob(["cuda12/lib64/libcudart_static.a"]),
+)
+
 cc_library(
     name = "cudart_static",
     srcs = glob(["cuda/lib64/libcudart_static.a"]),
@@ -145,6 +167,10 @@ TF_SHARED_LIBRARY_DIR = "{lib_dir}"
 PYTHON_BIN_PATH = "{python}"
 NVCC_PATH = "{nvcc}"
 CUDA_CAPABILITIES = {caps}
+CLANG_CUDA_PATH = "{clang_cuda}"
+CLANG_CUDA_TOOLKIT_PATH = "{clang_cuda_toolkit}"
+CLANG_CUDA_CAPABILITIES = {clang_caps}
+CLANG_CUDA_PTX_VERSION = {clang_ptx}
 """.format(
         tf_version = env["TF_VERSION"],
         abi = int(env["TF_CXX11_ABI_FLAG"]),
@@ -158,6 +184,10 @@ CUDA_CAPABILITIES = {caps}
         python = env["PYTHON_BIN_PATH"],
         nvcc = nvcc,
         caps = repr(caps),
+        clang_cuda = clang_cuda,
+        clang_cuda_toolkit = env.get("CLANG_CUDA_TOOLKIT_PATH", ""),
+        clang_caps = repr([c for c in env.get("CLANG_CUDA_CAPABILITIES", "").split(",") if c]),
+        clang_ptx = int(env.get("CLANG_CUDA_PTX_VERSION", "0")),
     ), executable = False)
 
 tf_configure = repository_rule(

@@ -2,9 +2,10 @@
 # Runs the GPU check on a machine with an NVIDIA GPU and no TensorFlow.
 #
 # Here (with TensorFlow, nvcc and Bazel):
-#   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR]
-# builds gpu_check under --config=cuda, writes the cases from the CPU
-# kernels, and puts both, with this script and torchvision_compare.py, in DIR
+#   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR [CONFIG]]
+# builds gpu_check under --config=CONFIG (cuda, the default: nvcc; cuda12:
+# clang 16 and the CUDA 12.9 runtime, docs/gpu.md), writes the cases from the
+# CPU kernels, and puts both, with this script and torchvision_compare.py, in DIR
 # (default .gpu_check, ignored by git; about 10 MB). Carry DIR to the GPU
 # machine (scp, or a device tool's carried paths), then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
@@ -19,9 +20,10 @@ case "${1:-}" in
     set -e
     cd "$(dirname "$0")/../.."
     dir="${2:-.gpu_check}"
+    config="${3:-cuda}"
     mkdir -p "${dir}"
-    bazel build --config=cuda //tools/gpu_check:gpu_check
-    bazel run --config=cuda //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
+    bazel build "--config=${config}" //tools/gpu_check:gpu_check
+    bazel run "--config=${config}" //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
     cp -f bazel-bin/tools/gpu_check/gpu_check tools/gpu_check/run_on_gpu_machine.sh \
       tools/gpu_check/case_file.py tools/gpu_check/torchvision_compare.py "${dir}/"
     chmod u+w "${dir}"/*
@@ -45,7 +47,7 @@ case "${1:-}" in
     exit "${status}"
     ;;
   *)
-    echo "usage: $0 prepare [DIR] | run [OUT]" >&2
+    echo "usage: $0 prepare [DIR [CONFIG]] | run [OUT]" >&2
     exit 2
     ;;
 esac

@@ -1,4 +1,5 @@
-// The CUDA side of gpu_support.cc. Compiled by nvcc under --config=cuda.
+// The CUDA side of gpu_support.cc. Compiled by nvcc under --config=cuda
+// (clang 16 under --config=cuda12).
 
 #if GOOGLE_CUDA
 
@@ -13,8 +14,14 @@ namespace customops {
 
 void QueryCompiledCuda(GpuFacts* facts) {
   facts->runtime_version = CUDART_VERSION;
+#ifdef TFCO_PTX_CUDA_VERSION
+  // clang (--config=cuda12) writes PTX of an older ISA than its CUDA
+  // toolkit's; the build names the CUDA release of that ISA.
+  facts->ptx_compiler_version = TFCO_PTX_CUDA_VERSION;
+#else
   facts->ptx_compiler_version =
       __CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10;
+#endif
 }
 
 void QueryCudaMachine(GpuFacts* facts) {

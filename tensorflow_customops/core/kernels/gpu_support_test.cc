@@ -30,6 +30,18 @@ GpuFacts Cuda13Build(int driver_version) {
   return f;
 }
 
+// The CUDA 12 route's code (--config=cuda12): the CUDA 12.9 runtime, sm_60
+// to sm_90 from clang 16, and PTX for 9.0 of the ISA of CUDA 11.8.
+GpuFacts Cuda12Build(int driver_version) {
+  GpuFacts f;
+  f.runtime_version = 12090;
+  f.ptx_compiler_version = 11080;
+  f.sass = {60, 70, 80, 89, 90};
+  f.ptx = 90;
+  f.driver_version = driver_version;
+  return f;
+}
+
 void CheckUsable(const GpuFacts& f, const char* what) {
   const GpuDecision d = DecideGpuSupport(f);
   CHECK(d.usable) << what << ": " << d.reason;
@@ -135,6 +147,24 @@ void TestDevices() {
   CHECK(Contains(reason, "it holds sm_75, sm_80, sm_89, sm_90")) << reason;
 }
 
+// TensorFlow's floor: a 525.60.13 driver (CUDA 12.0) runs the CUDA 12.9
+// runtime's kernels on every GPU from Pascal on, Blackwell by the PTX.
+void TestCuda12Build() {
+  GpuFacts f = Cuda12Build(12000);
+  f.devices = {{6, 0}, {6, 1}, {7, 0}, {7, 5},  {8, 0},
+               {8, 6}, {8, 9}, {9, 0}, {10, 0}, {12, 0}};
+  CheckUsable(f, "CUDA 12.0 driver, Pascal to Blackwell");
+  f.driver_version = 11080;
+  CHECK(Contains(CheckUnusable(f, "CUDA 11.8 driver"),
+                 "built with the CUDA 12.9 runtime, need a driver for CUDA "
+                 "12.0 or newer (NVIDIA 525.60.13 or newer)"));
+  f.driver_version = 12000;
+  f.devices = {{5, 2}};
+  CHECK_EQ(CheckUnusable(f, "Maxwell"),
+           "no code in the library for GPU 0 (compute capability 5.2): it "
+           "holds sm_60, sm_70, sm_80, sm_89, sm_90, PTX compute_90");
+}
+
 void TestFakeFacts() {
   GpuFacts f = Cuda13Build(0);
   std::string error;
@@ -188,6 +218,7 @@ int main() {
   TestVersions();
   TestDriver();
   TestDevices();
+  TestCuda12Build();
   TestFakeFacts();
   TestThisMachine();
   std::printf("PASSED\n");

@@ -56,6 +56,24 @@ def _library_device_types():
     }
 
 
+# The NVIDIA driver that first supports each CUDA major release (Linux).
+_NVIDIA_DRIVER = {12: "525.60.13", 13: "580"}
+
+
+def _floor_major():
+    """The CUDA major release whose drivers this build's runtime needs (13
+    with nvcc 13, 12 with --config=cuda12)."""
+    return int(tfco.build_info()["cuda_driver_floor"].split(".")[0])
+
+
+def _capability_without_code():
+    """A compute capability below this build's oldest cubin: 7.0 under
+    sm_75, 5.0 under sm_60."""
+    oldest = int(build_info.CUDA_CAPABILITIES[0][len("sm_") :])
+    major, minor = divmod(oldest, 10)
+    return f"{major}.0" if minor else f"{major - 1}.0"
+
+
 def _has_driver():
     try:
         ctypes.CDLL("libcuda.so.1")
@@ -92,9 +110,11 @@ class GpuKernelsTest(tf.test.TestCase):
         # The ops run, on the CPU here.
         self.assertAllEqual(tfco.zero_out(tf.constant([3.0, 4.0])), [3.0, 0.0])
 
-    def _probe(self, driver_version, devices, driver_cuda_version):
+    def _require_cuda(self):
         if not build_info.CUDA:
             self.skipTest("the test hook applies to the CUDA build only")
+
+    def _probe(self, driver_version, devices, driver_cuda_version):
         env = dict(
             os.environ,
             TFCO_FAKE_CUDA_DRIVER_VERSION=driver_version,
@@ -131,30 +151,40 @@ class GpuKernelsTest(tf.test.TestCase):
         self.assertIn(info["gpu_kernels_reason"], warnings[0])
 
     def test_driver_older_than_the_runtime_needs(self):
-        # A 550 driver (CUDA 12.4) under the kernels' CUDA 13 runtime.
-        out, stderr = self._probe("12040", "8.0", "12.4")
+        # A driver of the CUDA major release before the runtime's, e.g. a 550
+        # driver (CUDA 12.4) under the nvcc 13 build's CUDA 13 runtime.
+        self._require_cuda()
+        major = _floor_major()
+        out, stderr = self._probe(f"{major - 1}040", "8.0", f"{major - 1}.4")
         floor = out["info"]["cuda_driver_floor"]
-        self.assertEqual(floor, "13.0")
+        self.assertEqual(floor, f"{major}.0")
         self._assert_left_out(
             out,
             stderr,
-            r"^the NVIDIA driver supports CUDA 12\.4, and the GPU kernels, built "
-            r"with the CUDA 13\.\d runtime, need a driver for CUDA 13\.0 or newer "
-            r"\(NVIDIA 580 or newer\)$",
+            rf"^the NVIDIA driver supports CUDA {major - 1}\.4, and the GPU kernels, "
+            rf"built with the CUDA {major}\.\d runtime, need a driver for CUDA "
+            rf"{major}\.0 or newer \(NVIDIA {_NVIDIA_DRIVER[major]} or newer\)$",
         )
 
     def test_gpu_without_code(self):
-        # Volta: neither a cubin nor PTX it could compile.
-        out, stderr = self._probe("13000", "8.0,7.0", "13.0")
+        # Older than every cubin (Volta under nvcc 13's sm_75), and the PTX
+        # is for 9.0.
+        self._require_cuda()
+        capability = _capability_without_code()
+        major = _floor_major()
+        out, stderr = self._probe(f"{major}000", f"8.0,{capability}", f"{major}.0")
         self._assert_left_out(
             out,
             stderr,
-            r"^no code in the library for GPU 1 \(compute capability 7\.0\): it "
-            r"holds sm_",
+            rf"^no code in the library for GPU 1 \(compute capability "
+            rf"{capability.replace('.', '[.]')}\): it holds sm_",
         )
 
     def test_driver_and_gpus_that_can_run_them(self):
-        out, stderr = self._probe("13000", "8.6,9.0", "13.0")
+        # The oldest driver the runtime runs on.
+        self._require_cuda()
+        major = _floor_major()
+        out, stderr = self._probe(f"{major}000", "8.6,9.0", f"{major}.0")
         info = out["info"]
         self.assertTrue(info["gpu_kernels"], info["gpu_kernels_reason"])
         self.assertEqual(info["gpu_kernels_reason"], "")
