@@ -109,7 +109,7 @@ class NewOpTest(unittest.TestCase):
         self._run(
             "bazel",
             "build",
-            f"//tensorflow_customops/compiler/tf2xla/kernels:{_NAME}_op",
+            f"//tensorflow_customops/compiler/tf2xla/kernels/{_NAME}:{_NAME}_op",
         )
         self._run("tools/lint.sh")
         if shutil.which("nvcc"):

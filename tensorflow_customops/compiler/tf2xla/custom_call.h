@@ -1,7 +1,8 @@
 // Lowerings that call the kernel core (core/kernels/core_api.h) from XLA: a
-// custom call whose handler runs the regular kernels' CPU functor on
-// TensorFlow's intra-op pool, so compiled code computes what the regular
-// kernels compute, at their speed, and raises their errors.
+// custom call whose handler runs the regular kernels' functor, on the host on
+// TensorFlow's intra-op pool and, with typed FFI and --config=cuda, on CUDA
+// on XLA's stream, so compiled code computes what the regular kernels
+// compute, at their speed, and raises their errors.
 //
 // Typed FFI needs XLA's FFI headers and the FFI registry's accessor, which
 // TensorFlow 2.20 and newer ship (TFCO_XLA_FFI is 1 there). TensorFlow 2.12

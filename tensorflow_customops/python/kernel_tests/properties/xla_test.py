@@ -116,7 +116,7 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
             missing,
             [],
             "ops without an XLA lowering: add one in "
-            "tensorflow_customops/compiler/tf2xla/kernels/<family>_op.cc "
+            "tensorflow_customops/compiler/tf2xla/kernels/<family>/ "
             "(see CONTRIBUTING.md)",
         )
 

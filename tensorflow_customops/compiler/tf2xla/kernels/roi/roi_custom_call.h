@@ -1,10 +1,12 @@
 // The RoI ops' custom-call lowerings (custom_call.h): each RoI op and
 // gradient op becomes one call into the kernel core's entry point that its
-// regular CPU kernel runs, after the same checks of the boxes (and argmax),
-// which raise the regular kernels' errors.
+// regular kernel runs. On the host (roi_custom_call_host.cc) the boxes (and
+// argmax) get the regular kernels' checks, which raise their errors; on CUDA
+// (typed FFI, roi_custom_call_gpu.cc) a box that fails them gives zeros, as
+// in the HLO lowering. What the two share: roi_custom_call_handlers.h.
 
-#ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_
-#define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_
+#ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_H_
+#define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_H_
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -39,4 +41,4 @@ class RoiCustomCall {
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_CUSTOM_CALL_H_
+#endif  // TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_H_

@@ -1,4 +1,4 @@
-#include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d/deformable_conv2d_custom_call.h"
 
 #if TFCO_XLA_CUSTOM_CALLS
 

@@ -14,7 +14,7 @@
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d/deformable_conv2d_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
