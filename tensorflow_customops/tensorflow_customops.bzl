@@ -1,6 +1,7 @@
 """Build macros for tensorflow_customops. These own every compiler and linker flag.
 
   TFCO_OPS               every op family and its kernel libraries
+  tfco_kernels           the labels of those kernel libraries
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
   tfco_kernel_library    one <kernel>.{h,cc} + <kernel>_gpu.cu.cc triple
   tfco_custom_op_library the shared library Python loads
@@ -35,10 +36,10 @@ load(
     "TF_VERSION",
 )
 
-# Op family -> its kernel libraries in core/kernels. A family `f` has
-# core/ops/f_ops.cc and f_grad.cc and python/ops/f_ops.py; the BUILD files
-# that build, load and package them read this table, so a new family is one
-# line here (plus one tfco_kernel_library line per kernel).
+# Op family -> its kernel libraries. A family `f` has core/ops/f_ops.cc and
+# f_grad.cc, its kernels in core/kernels/f/ (tfco_kernels) and
+# python/ops/f_ops.py; the BUILD files that build, load and package them read
+# this table, so a new family is one line here (plus its folder).
 TFCO_OPS = {
     "check_condition": ["check_condition_op"],
     "check_numerics_n": ["check_numerics_n_op"],
@@ -49,6 +50,15 @@ TFCO_OPS = {
     "roi_box_counts": ["roi_box_counts_op"],
     "zero_out": ["zero_out_op"],
 }
+
+def tfco_kernels(suffix = ""):
+    """The label of every kernel library in TFCO_OPS, plus `suffix`
+    ("_core": its kernel core)."""
+    return [
+        "//tensorflow_customops/core/kernels/%s:%s%s" % (family, kernel, suffix)
+        for family, kernels in TFCO_OPS.items()
+        for kernel in kernels
+    ]
 
 _USING_CUDA = "//tensorflow_customops:using_cuda"
 _NO_XLA = "//tensorflow_customops:no_xla"
@@ -66,7 +76,8 @@ _RELEASE = "//third_party/tf:release"
 _WHEEL_RELEASES = "//third_party/tf:wheel_releases"
 INSTALLED_RELEASE = ".".join(TF_VERSION.split(".")[:2])
 _EIGEN_HEADERS = "@local_config_tf//:eigen_header_lib"
-_CORE_EXPORTS = "//tensorflow_customops/core/kernels:core_exports.lds"
+_KERNELS = "//tensorflow_customops/core/kernels/"
+_CORE_EXPORTS = _KERNELS + "portable:exports.lds"
 _CUDART = "//tensorflow_customops/core/platform:cudart"
 _CUDA_ONLY = select({
     _USING_CUDA: [],
@@ -123,7 +134,7 @@ _COPTS = _HOST_COPTS + select({
     "//conditions:default": [],
 })
 
-# The kernel core (core/kernels/core_api.h) sees Eigen and no TensorFlow
+# The kernel core (core/kernels/portable/api.h) sees Eigen and no TensorFlow
 # header, so it is compiled once for every TensorFlow release; it exports its
 # C interface only. TensorFlow aligns every buffer to 64 bytes, which the
 # core's aligned Eigen maps assume.
@@ -266,7 +277,7 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
 
 def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
     """Kernel core: CPU and CUDA kernels that include no TensorFlow header
-    (core/kernels/core_api.h), compiled once for every TensorFlow release.
+    (core/kernels/portable/api.h), compiled once for every TensorFlow release.
 
     Also defines name + "_api", the headers in api_hdrs alone, which is what
     the glue may depend on: the core's code reaches it through the shared
@@ -318,7 +329,7 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], g
       name: the file stem, e.g. "zero_out_op".
       srcs: further kernel-core sources.
       hdrs: further kernel-core headers.
-      deps: further tfco_core_library targets (core_device is always one).
+      deps: further tfco_core_library targets (portable:device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
       gpu_functor: False for an op whose GPU kernels run its CPU code on
         host memory, which has no name_gpu.cu.cc.
@@ -329,12 +340,16 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], g
         hdrs = [name + ".h"] + hdrs,
         gpu_srcs = [name + "_gpu.cu.cc"] if gpu_functor else [],
         api_hdrs = [name + ".h"],
-        deps = [":core_device"] + deps,
+        deps = [_KERNELS + "portable:device"] + deps,
     )
     tfco_cc_library(
         name = name,
         srcs = [name + ".cc"],
-        deps = [":core_call", ":register_kernel", name + "_core_api"] + glue_deps,
+        deps = [
+            _KERNELS + "glue:portable_call",
+            _KERNELS + "glue:register_kernel",
+            name + "_core_api",
+        ] + glue_deps,
     )
 
 def tfco_core_op_library(name, deps):

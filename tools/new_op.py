@@ -10,7 +10,7 @@ shape function, C++ gradient, functor header, CPU kernel with validation, GPU
 kernel, Python wrapper and gradient, tests, registry entry, GPU check cases
 and runner, the ONNX handler and its test, and the export. The files it
 writes are the op's own; in shared files it adds the op's line to each table
-(TFCO_OPS, core/kernels/BUILD, python/kernel_tests/BUILD and its onnx/BUILD,
+(TFCO_OPS, python/kernel_tests/BUILD and its onnx/BUILD,
 the package's imports and __all__, the GPU check's case list and runner map)
 and its GPU check cases and runner. Then it
 records the spec's history and goldens (bazel run
@@ -149,13 +149,14 @@ def _add_gpu_check(root, names):
     runner_path = os.path.join(root, "tools", "gpu_check", "gpu_check.cu.cc")
     text = _read(runner_path)
     includes = re.findall(
-        r'#include "tensorflow_customops/core/kernels/[a-z0-9_]+\.h"\n', text
+        r'#include "tensorflow_customops/core/kernels/[a-z0-9_]+/[a-z0-9_]+\.h"\n',
+        text,
     )
     if not includes:
         raise ScaffoldError(f"{runner_path}: no kernel includes")
     text = text.replace(
         includes[-1],
-        includes[-1] + f'#include "tensorflow_customops/core/kernels/{name}_op.h"\n',
+        includes[-1] + f'#include "tensorflow_customops/core/kernels/{name}/{name}_op.h"\n',
     )
     text = _insert_before(
         text,
@@ -209,13 +210,6 @@ def scaffold(root, name, function=None):
         _write(dst, _fill(_read(src), names))
         written.append(dst)
     written.append(_add_to_tfco_ops(root, name))
-    written.append(
-        _append(
-            root,
-            "tensorflow_customops/core/kernels/BUILD",
-            f'tfco_kernel_library(name = "{name}_op")',
-        )
-    )
     written.append(
         _append(
             root,

@@ -1,7 +1,7 @@
 // Runs every GPU kernel of the library on the cases of a case file and
 // compares the results with the CPU kernels' outputs stored there. Needs a
 // CUDA GPU and nothing of TensorFlow at run time: the kernels are the kernel
-// core's (core/kernels/core_api.h), called through the same C entry points
+// core's (core/kernels/portable/api.h), called through the same C entry points
 // the op library calls.
 //
 //   gpu_check CASES [--outputs FILE]   one line per case, then
@@ -29,14 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
-#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
-#include "tensorflow_customops/core/kernels/gpu_support.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
-#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 #include "tools/gpu_check/case_file.h"
 
 namespace gpu_check {

@@ -7,7 +7,7 @@
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
 #include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {

@@ -13,7 +13,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -17,7 +17,7 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
 
 namespace tensorflow {
 namespace customops {

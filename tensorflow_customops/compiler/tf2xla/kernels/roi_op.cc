@@ -31,8 +31,8 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
-#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape_util.h"
 
 namespace tensorflow {
 namespace customops {

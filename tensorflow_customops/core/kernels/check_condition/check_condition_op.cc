@@ -2,14 +2,14 @@
 // the kernel core's TfcoCheckCondition (check_condition_op_cpu.cc) and pass
 // the values through without copying them.
 
-#include "tensorflow_customops/core/kernels/check_condition_op.h"
+#include "tensorflow_customops/core/kernels/check_condition/check_condition_op.h"
 
 #include <string>
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

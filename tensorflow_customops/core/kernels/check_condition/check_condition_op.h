@@ -5,7 +5,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_CONDITION_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_CONDITION_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // Sets *holds (host memory) to 1 if each of the `size` bools at `condition`
 // (host memory on every device) is true, else to 0.

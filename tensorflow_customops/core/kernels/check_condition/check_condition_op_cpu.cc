@@ -2,8 +2,8 @@
 // bools (a scalar, usually) in host memory on every device, so one loop on
 // the calling thread reads it; the GPU kernel runs it too.
 
-#include "tensorflow_customops/core/kernels/check_condition_op.h"
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/check_condition/check_condition_op.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 extern "C" TfcoError TfcoCheckCondition(const TfcoDevice* device,
                                         const bool* condition, int64_t size,

@@ -1,15 +1,15 @@
 // The OpKernels of CustomOps>CheckNumericsN, which run the kernel core's
 // TfcoNumericFlags (check_numerics_n_op_cpu.cc, check_numerics_n_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 
 #include <string>
 #include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

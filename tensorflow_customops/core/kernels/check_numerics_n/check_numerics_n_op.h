@@ -5,7 +5,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // Bits of a tensor's flags word.
 enum { TFCO_FOUND_NAN = 1, TFCO_FOUND_INF = 2 };
@@ -40,7 +40,7 @@ inline std::string TfcoNumericsError(const std::string& message,
 #endif
 
 #ifdef TFCO_KERNEL_CORE
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -3,8 +3,8 @@
 
 #if GOOGLE_CUDA
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {

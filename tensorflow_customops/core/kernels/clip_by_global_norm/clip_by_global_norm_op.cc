@@ -3,7 +3,7 @@
 // TfcoClipByGlobalNorm and TfcoClipByGlobalNormGrad
 // (clip_by_global_norm_op_cpu.cc, clip_by_global_norm_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
 
 #include <vector>
 
@@ -11,8 +11,8 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

@@ -5,7 +5,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 /* The bytes of device scratch memory that TfcoClipByGlobalNorm (grad = 0) or
  * TfcoClipByGlobalNormGrad (grad = 1) needs for n tensors of a floating-point
@@ -37,7 +37,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoClipByGlobalNormGrad(
 #include <cstdint>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -5,8 +5,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
-#include "tensorflow_customops/core/kernels/cpu_simd.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 
 namespace tensorflow {
 namespace customops {

@@ -9,8 +9,8 @@
 
 #define EIGEN_USE_GPU
 
-#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {

@@ -2,7 +2,7 @@
 // validate every input and run the kernel core's TfcoDeformableConv2d and
 // TfcoDeformableConv2dGrad (deformable_conv2d_op_cpu.cc, _gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
 
 #include <array>
 
@@ -10,9 +10,9 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/util/determinism.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_shape.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

@@ -5,7 +5,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,7 +48,7 @@ TFCO_CORE_API TfcoError TfcoDeformableConv2dGrad(
 #include <cmath>
 #include <type_traits>
 
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

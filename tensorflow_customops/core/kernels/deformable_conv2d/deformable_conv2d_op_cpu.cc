@@ -22,9 +22,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/cpu_simd.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 
 namespace tensorflow {
 namespace customops {

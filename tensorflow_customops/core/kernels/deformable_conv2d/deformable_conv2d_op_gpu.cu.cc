@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {

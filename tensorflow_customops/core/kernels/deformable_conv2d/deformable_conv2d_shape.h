@@ -15,7 +15,7 @@
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/platform/status.h"
 #include "tensorflow/core/util/overflow.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/core_call.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,5 +1,5 @@
 // How an OpKernel (the per-TensorFlow glue) calls the kernel core
-// (core_api.h): the kernel's device and element type in the core's terms,
+// (portable/api.h): the kernel's device and element type in the core's terms,
 // and the core's errors as a Status.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CORE_CALL_H_
@@ -15,7 +15,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/lib/core/errors.h"
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 namespace tensorflow {
 namespace customops {

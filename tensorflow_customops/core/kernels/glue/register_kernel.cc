@@ -1,9 +1,9 @@
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 #include "tensorflow/core/framework/kernel_def.pb.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/platform/logging.h"
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 
 namespace tensorflow {
 namespace customops {

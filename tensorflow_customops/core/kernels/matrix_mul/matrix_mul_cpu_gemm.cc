@@ -9,7 +9,7 @@
 // can bind to) and call nothing but the always-inline intrinsics of
 // <immintrin.h>. Everything else in this file is baseline code.
 
-#include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
 
 #include <immintrin.h>
 

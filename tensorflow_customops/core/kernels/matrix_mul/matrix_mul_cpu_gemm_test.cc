@@ -5,7 +5,7 @@
 // `bazel test --config=asan` or `--config=ubsan` for the memory checks too.
 // CHECK failures abort, which fails the test.
 
-#include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
 
 #include <algorithm>
 #include <cmath>

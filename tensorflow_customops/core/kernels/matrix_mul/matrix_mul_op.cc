@@ -1,15 +1,15 @@
 // The OpKernels of CustomOps>MatrixMul, which run the kernel core's
 // TfcoMatrixMul (matrix_mul_op_cpu.cc, matrix_mul_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_shape.h"
 
 namespace tensorflow {
 namespace customops {

@@ -4,7 +4,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // product = op(a) * op(b) for a [a_rows, a_cols] and b [b_rows, b_cols] of
 // a floating-point `dtype`, op transposing where its flag is set; the caller
@@ -15,7 +15,7 @@ TfcoMatrixMul(const TfcoDevice* device, TfcoDtype dtype, const void* a,
               int64_t b_cols, int transpose_a, int transpose_b, void* product);
 
 #ifdef TFCO_KERNEL_CORE
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -4,8 +4,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/matrix_mul_cpu_gemm.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
 
 namespace tensorflow {
 namespace customops {

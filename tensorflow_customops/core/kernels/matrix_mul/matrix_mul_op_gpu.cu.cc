@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {

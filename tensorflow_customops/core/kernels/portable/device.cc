@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 #include <algorithm>
 #include <atomic>

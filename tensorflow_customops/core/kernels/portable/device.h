@@ -1,4 +1,4 @@
-// The C++ side of the kernel core (core_api.h), for its sources only
+// The C++ side of the kernel core (portable/api.h), for its sources only
 // (compiled with TFCO_KERNEL_CORE defined): the devices its functors run on,
 // the Eigen maps they take, and RunKernel, which every exported function goes
 // through. Nothing here includes TensorFlow.
@@ -7,7 +7,7 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CORE_DEVICE_H_
 
 #ifndef TFCO_KERNEL_CORE
-#error "core_device.h is for the kernel core's sources (TFCO_KERNEL_CORE)"
+#error "portable/device.h is for the kernel core's sources (TFCO_KERNEL_CORE)"
 #endif
 
 #ifndef EIGEN_USE_THREADS
@@ -20,7 +20,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tensorflow {
@@ -108,7 +108,7 @@ class GPUDevice {
   int multiprocessors_ = 1;
 };
 
-// Device memory operations in stream order (core_device_gpu.cu.cc, under
+// Device memory operations in stream order (device_gpu.cu.cc, under
 // --config=cuda); failures are recorded (RecordError). The copies wait for the
 // stream, so that the host buffer may be released or read right after.
 void ZeroGpuMemory(const GPUDevice& d, void* data, size_t bytes);

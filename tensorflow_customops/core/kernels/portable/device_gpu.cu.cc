@@ -1,11 +1,11 @@
-// The device side of core_device.h. Compiled by nvcc under --config=cuda.
+// The device side of portable/device.h. Compiled by nvcc under --config=cuda.
 
 #if GOOGLE_CUDA
 
 #include <atomic>
 #include <string>
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,7 +1,7 @@
 // Launch and device helpers of the core's GPU kernels, built on the CUDA
-// runtime alone (no TensorFlow: see core_api.h). Element counts are 64-bit,
+// runtime alone (no TensorFlow: see portable/api.h). Element counts are 64-bit,
 // so tensors of 2^31 or more elements are not truncated, and failures are
-// recorded as the call's error (core_device.h), never a process abort.
+// recorded as the call's error (portable/device.h), never a process abort.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_LAUNCH_CU_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_LAUNCH_CU_H_
@@ -18,7 +18,7 @@
 
 #define EIGEN_USE_GPU
 
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,11 +1,11 @@
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <string>
 
-#include "tensorflow_customops/core/kernels/cuda_code.h"
-#include "tensorflow_customops/core/kernels/gpu_support_core.h"
+#include "tensorflow_customops/core/kernels/portable/cuda_code.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_facts.h"
 
 namespace tensorflow {
 namespace customops {

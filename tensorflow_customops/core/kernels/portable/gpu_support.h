@@ -1,5 +1,5 @@
 /* Whether the kernel core's CUDA kernels can run on this machine (C
- * interface of the kernel core, core_api.h).
+ * interface of the kernel core, portable/api.h).
  *
  * The glue registers its GPU kernels only where they can: otherwise
  * TensorFlow places the ops on the CPU instead of failing them at every
@@ -8,7 +8,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_SUPPORT_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_GPU_SUPPORT_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 #ifdef __cplusplus
 extern "C" {

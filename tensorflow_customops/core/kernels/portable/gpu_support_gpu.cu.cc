@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tensorflow_customops/core/kernels/gpu_support_core.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_facts.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,15 +1,15 @@
-// The decision whether the GPU kernels are registered (gpu_support_core.h),
+// The decision whether the GPU kernels are registered (gpu_facts.h),
 // on machines given by hand: drivers older and newer than the runtime needs,
 // architectures with and without code, no driver, no device. CHECK failures
 // abort, which fails the test.
 
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 
 #include <cstdio>
 #include <string>
 
 #include "tensorflow/core/platform/logging.h"
-#include "tensorflow_customops/core/kernels/gpu_support_core.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_facts.h"
 
 namespace tensorflow {
 namespace customops {

@@ -2,11 +2,11 @@
 // gradients), which run the kernel core's TfcoRoiAlign and TfcoRoiAlignGrad
 // (roi_align_op_cpu.cc, roi_align_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
-#include "tensorflow_customops/core/kernels/roi_kernel_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_kernel_util.h"
 
 namespace tensorflow {
 namespace customops {

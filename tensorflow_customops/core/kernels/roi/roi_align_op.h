@@ -5,8 +5,8 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
 
 // pooled = RoiAlign(features, rois), or PsRoiAlign as args->attrs.kind says,
 // for a floating-point `dtype`. `args` is validated, the pooled tensor is not
@@ -45,7 +45,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiCheckBoxes(
     int64_t batch, float spatial_scale, const void* rois, void* checked);
 
 #ifdef TFCO_KERNEL_CORE
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

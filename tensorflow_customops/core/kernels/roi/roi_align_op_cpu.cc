@@ -5,9 +5,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/cpu_simd.h"
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
 
 namespace tensorflow {
 namespace customops {

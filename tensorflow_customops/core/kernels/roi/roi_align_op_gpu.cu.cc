@@ -10,9 +10,9 @@
 
 #include <algorithm>
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_gpu.cu.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
 
 #include <vector>
 

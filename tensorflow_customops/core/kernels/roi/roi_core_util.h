@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/core_device.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
 
 namespace tensorflow {
 namespace customops {

@@ -12,10 +12,10 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
-#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape_util.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,7 +1,7 @@
 // Shared by the RoI kernels (RoiPool, RoiAlign, PsRoiPool, PsRoiAlign), on
 // CPU and GPU, by their OpKernels (the glue) and by their XLA lowerings:
 // feature-map layout, box geometry and bilinear sampling. No TensorFlow
-// header: the kernel core (core_api.h) includes it too.
+// header: the kernel core (portable/api.h) includes it too.
 //
 // Semantics follow torchvision.ops: a box row is (batch_index, x1, y1, x2, y2)
 // in input-image coordinates, multiplied by spatial_scale to reach
@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tensorflow {

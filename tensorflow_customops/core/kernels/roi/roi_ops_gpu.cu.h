@@ -8,8 +8,8 @@
 
 #include <type_traits>
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
 
 namespace tensorflow {
 namespace customops {

@@ -2,11 +2,11 @@
 // gradients), which run the kernel core's TfcoRoiPool and TfcoRoiPoolGrad
 // (roi_pool_op_cpu.cc, roi_pool_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
-#include "tensorflow_customops/core/kernels/roi_kernel_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_kernel_util.h"
 
 namespace tensorflow {
 namespace customops {

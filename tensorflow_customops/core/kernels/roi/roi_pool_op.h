@@ -5,8 +5,8 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
 
 // pooled = RoiPool(features, rois), with argmax its second output, or
 // PsRoiPool (argmax null) as args->attrs.kind says, for a floating-point
@@ -28,7 +28,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiPoolGrad(
     const void* rois, const int32_t* argmax, void* grad_features);
 
 #ifdef TFCO_KERNEL_CORE
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/cpu_simd.h"
-#include "tensorflow_customops/core/kernels/roi_core_util.h"
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
+#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 namespace tensorflow {
 namespace customops {

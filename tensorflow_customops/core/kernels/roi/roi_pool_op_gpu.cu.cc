@@ -10,9 +10,9 @@
 
 #include <cfloat>
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/roi_ops_gpu.cu.h"
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_gpu.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 namespace tensorflow {
 namespace customops {

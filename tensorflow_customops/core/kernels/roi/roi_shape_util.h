@@ -13,7 +13,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/status.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
 
 namespace tensorflow {
 namespace customops {

@@ -2,15 +2,15 @@
 // with the kernel core's TfcoRoiBoxCounts (roi_box_counts_op_cpu.cc) and
 // pass them through.
 
-#include "tensorflow_customops/core/kernels/roi_box_counts_op.h"
+#include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"
 
 #include <string>
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

@@ -6,7 +6,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_BOX_COUNTS_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_BOX_COUNTS_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // Bits of the flags word TfcoRoiBoxCounts sets.
 enum { TFCO_COUNT_NEGATIVE = 1, TFCO_COUNT_ABOVE_K = 2 };

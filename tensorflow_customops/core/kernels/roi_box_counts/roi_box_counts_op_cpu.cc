@@ -2,8 +2,8 @@
 // image) and live in host memory on every device, so one loop on the calling
 // thread does it; the GPU kernel runs it too.
 
-#include "tensorflow_customops/core/kernels/core_device.h"
-#include "tensorflow_customops/core/kernels/roi_box_counts_op.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
+#include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"
 
 extern "C" TfcoError TfcoRoiBoxCounts(const TfcoDevice* device, TfcoDtype dtype,
                                       const void* counts, int64_t n,

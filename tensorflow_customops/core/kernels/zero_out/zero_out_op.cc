@@ -1,13 +1,13 @@
 // The OpKernels of CustomOps>ZeroOut, which run the kernel core's
 // TfcoZeroOut (zero_out_op_cpu.cc, zero_out_op_gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
-#include "tensorflow_customops/core/kernels/core_call.h"
-#include "tensorflow_customops/core/kernels/register_kernel.h"
+#include "tensorflow_customops/core/kernels/glue/portable_call.h"
+#include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
 namespace tensorflow {
 namespace customops {

@@ -4,7 +4,7 @@
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ZERO_OUT_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ZERO_OUT_OP_H_
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // ZeroOut on `size` > 0 elements of `dtype` (every type but int32 on GPU).
 extern "C" TFCO_CORE_API TfcoError TfcoZeroOut(const TfcoDevice* device,
@@ -13,7 +13,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoZeroOut(const TfcoDevice* device,
                                                int64_t size, int64_t keep);
 
 #ifdef TFCO_KERNEL_CORE
-#include "tensorflow_customops/core/kernels/core_device.h"
+#include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,6 +1,6 @@
 // CPU kernel of CustomOps>ZeroOut, and the core's entry point for it.
 
-#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -2,8 +2,8 @@
 
 #if GOOGLE_CUDA
 
-#include "tensorflow_customops/core/kernels/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
+#include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 
 namespace tensorflow {
 namespace customops {
