@@ -156,7 +156,8 @@ def _add_gpu_check(root, names):
         raise ScaffoldError(f"{runner_path}: no kernel includes")
     text = text.replace(
         includes[-1],
-        includes[-1] + f'#include "tensorflow_customops/core/kernels/{name}/{name}_op.h"\n',
+        includes[-1]
+        + f'#include "tensorflow_customops/core/kernels/{name}/{name}_op.h"\n',
     )
     text = _insert_before(
         text,

@@ -94,7 +94,9 @@ class NewOpTest(unittest.TestCase):
         written = self._run(
             sys.executable, "tools/new_op.py", _NAME, "--function", "probe"
         )
-        self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}/{_NAME}_op.cc", written)
+        self.assertIn(
+            f"wrote tensorflow_customops/core/kernels/{_NAME}/{_NAME}_op.cc", written
+        )
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
             self.assertIn(f"python.ops.{_NAME}_ops import probe\n", f.read())
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
