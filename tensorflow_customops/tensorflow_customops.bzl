@@ -44,7 +44,7 @@ TFCO_OPS = {
     "check_condition": ["check_condition_op"],
     "check_numerics_n": ["check_numerics_n_op"],
     "clip_by_global_norm": ["clip_by_global_norm_op"],
-    "deformable_conv2d": ["deformable_conv2d_op"],
+    "deform_conv2d": ["deform_conv2d_op"],
     "matrix_mul": ["matrix_mul_op"],
     "roi": ["roi_align_op", "roi_pool_op"],
     "roi_box_counts": ["roi_box_counts_op"],

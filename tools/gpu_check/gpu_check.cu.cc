@@ -31,7 +31,7 @@
 
 #include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 #include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
 #include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"

@@ -1,6 +1,6 @@
 // C++ gradient of CustomOps>DeformableConv2d, used through SymbolicGradient
 // and, in TF2, through tfco.cpp_gradient. Python autodiff uses the gradient
-// registered in python/ops/deformable_conv2d_ops.py.
+// registered in python/ops/deform_conv2d_ops.py.
 
 #include "tensorflow/core/framework/function.h"
 #include "tensorflow/core/lib/core/errors.h"

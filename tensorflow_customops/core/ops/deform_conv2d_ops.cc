@@ -7,7 +7,7 @@
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_shape.h"
 #include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
@@ -17,7 +17,7 @@ using shape_inference::ShapeHandle;
 
 namespace {
 
-namespace dc = customops::deform_conv;
+namespace dc = customops::deform_conv2d;
 
 // The dims of input `i`, `name` in errors: rank 4, or unknown rank (all -1).
 Status Dims4(InferenceContext* c, int i, const char* name,
@@ -116,7 +116,7 @@ use_mask: Whether mask modulates the samples (DCNv2); false: DCNv1.
 
 }  // namespace
 
-#define DEFORMABLE_CONV2D_ATTRS                                 \
+#define DEFORM_CONV2D_ATTRS                                     \
   Attr("T: {half, bfloat16, float, double} = DT_FLOAT")         \
       .Attr("strides: list(int) = [1, 1, 1, 1]")                \
       .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'} = 'VALID'") \
@@ -132,7 +132,7 @@ REGISTER_OP("CustomOps>DeformableConv2d")
     .Input("offset: T")
     .Input("mask: T")
     .Output("output: T")
-    .DEFORMABLE_CONV2D_ATTRS.SetShapeFn(ForwardShape)
+    .DEFORM_CONV2D_ATTRS.SetShapeFn(ForwardShape)
     .Doc(std::string(R"doc(
 Modulated deformable 2-D convolution (DCNv2), as
 torchvision.ops.deform_conv2d: each filter tap reads the input at its
@@ -155,7 +155,7 @@ REGISTER_OP("CustomOps>DeformableConv2dGrad")
     .Output("grad_filter: T")
     .Output("grad_offset: T")
     .Output("grad_mask: T")
-    .DEFORMABLE_CONV2D_ATTRS.SetShapeFn(GradShape)
+    .DEFORM_CONV2D_ATTRS.SetShapeFn(GradShape)
     .Doc(std::string(R"doc(
 The gradients of DeformableConv2d with respect to its four inputs, as
 torchvision's, given grad_output, the gradient of its output. The offset

@@ -6,7 +6,7 @@
 
 namespace tensorflow {
 namespace customops {
-namespace deform_conv {
+namespace deform_conv2d {
 
 namespace {
 
@@ -262,7 +262,7 @@ bool DeformConvCustomCall::Compile(
   return true;
 }
 
-}  // namespace deform_conv
+}  // namespace deform_conv2d
 }  // namespace customops
 }  // namespace tensorflow
 
@@ -270,7 +270,7 @@ bool DeformConvCustomCall::Compile(
 
 namespace tensorflow {
 namespace customops {
-namespace deform_conv {
+namespace deform_conv2d {
 
 DeformConvCustomCall::DeformConvCustomCall(OpKernelConstruction*) {}
 
@@ -280,7 +280,7 @@ bool DeformConvCustomCall::Compile(XlaOpKernelContext*, bool,
   return false;
 }
 
-}  // namespace deform_conv
+}  // namespace deform_conv2d
 }  // namespace customops
 }  // namespace tensorflow
 

@@ -13,11 +13,11 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 
 namespace tensorflow {
 namespace customops {
-namespace deform_conv {
+namespace deform_conv2d {
 
 class DeformConvCustomCall {
  public:
@@ -37,7 +37,7 @@ class DeformConvCustomCall {
 #endif
 };
 
-}  // namespace deform_conv
+}  // namespace deform_conv2d
 }  // namespace customops
 }  // namespace tensorflow
 

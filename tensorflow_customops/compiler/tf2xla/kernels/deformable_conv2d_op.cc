@@ -4,7 +4,7 @@
 // columns, and a DotGeneral with the filter per group; the gradient op adds
 // the column gradient onto the corners with scatter-adds and reduces it
 // against the corners for the offset and mask gradients. Sampling follows
-// deform_conv::Sample (the kernels'): NaN coordinates give NaN, corners off
+// deform_conv2d::Sample (the kernels'): NaN coordinates give NaN, corners off
 // the map read a zero row. Computed in float32 (float64 for double), as the
 // kernels; sums run in XLA's order (the registry entry's xla_tolerance).
 
@@ -17,13 +17,13 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/deformable_conv2d_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_shape.h"
 
 namespace tensorflow {
 namespace customops {
 namespace {
 
-namespace dc = deform_conv;
+namespace dc = deform_conv2d;
 
 // One call: its builder, types and geometry, and the dims of the sample
 // arrays, [N, Ho, Wo, offset_groups, kh * kw] (+ [channels per offset

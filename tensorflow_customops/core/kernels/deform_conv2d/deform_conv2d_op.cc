@@ -1,8 +1,8 @@
 // The OpKernels of CustomOps>DeformableConv2d and its gradient op, which
 // validate every input and run the kernel core's TfcoDeformableConv2d and
-// TfcoDeformableConv2dGrad (deformable_conv2d_op_cpu.cc, _gpu.cu.cc).
+// TfcoDeformableConv2dGrad (deform_conv2d_op_cpu.cc, _gpu.cu.cc).
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 
 #include <array>
 
@@ -10,7 +10,7 @@
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/util/determinism.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_shape.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_shape.h"
 #include "tensorflow_customops/core/kernels/glue/portable_call.h"
 #include "tensorflow_customops/core/kernels/glue/register_kernel.h"
 
@@ -22,7 +22,7 @@ typedef Eigen::GpuDevice GPUDevice;
 
 namespace {
 
-namespace dc = deform_conv;
+namespace dc = deform_conv2d;
 
 Status Dims4(const Tensor& t, const char* name, std::array<int64_t, 4>* dims) {
   if (t.dims() != 4) {

@@ -1,9 +1,9 @@
 // CustomOps>DeformableConv2d and its gradient op in the kernel core: their
-// entry points, for the OpKernels (deformable_conv2d_op.cc), and, for the
+// entry points, for the OpKernels (deform_conv2d_op.cc), and, for the
 // core's own sources, their functors.
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_OP_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_OP_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_OP_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_OP_H_
 
 #include "tensorflow_customops/core/kernels/portable/api.h"
 
@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-/* The validated geometry of one call (deformable_conv2d_shape.h): input
+/* The validated geometry of one call (deform_conv2d_shape.h): input
  * [n, h, w, c] (NCHW when nchw), filter HWIO [kh, kw, c / groups, o], offset
  * [n, ho, wo, 2 * offset_groups * kh * kw], mask [n, ho, wo, offset_groups *
  * kh * kw] when use_mask, output [n, ho, wo, o]; offset, mask and output are
@@ -52,7 +52,7 @@ TFCO_CORE_API TfcoError TfcoDeformableConv2dGrad(
 
 namespace tensorflow {
 namespace customops {
-namespace deform_conv {
+namespace deform_conv2d {
 
 // Element strides of a 4-D tensor as (image, row, column, channel); for maps
 // over the output pixels (offset, mask, output), (image, pixel, 0, channel).
@@ -164,7 +164,7 @@ EIGEN_DEVICE_FUNC A Bilinear(const Sample<A>& s, const T* in) {
   return v;
 }
 
-}  // namespace deform_conv
+}  // namespace deform_conv2d
 
 namespace functor {
 
@@ -196,4 +196,4 @@ struct DeformableConv2dGrad {
 }  // namespace tensorflow
 #endif  // TFCO_KERNEL_CORE
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_OP_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_OP_H_

@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
 #include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 
@@ -40,8 +40,8 @@ constexpr int64_t kSegmentChannels = 64;
 template <typename A>
 using Buffer = std::vector<A, Eigen::aligned_allocator<A>>;
 
-using deform_conv::Sample;
-using deform_conv::Strides;
+using deform_conv2d::Sample;
+using deform_conv2d::Strides;
 
 // The sizes every loop derives from the arguments.
 struct Shape {
@@ -54,11 +54,11 @@ struct Shape {
         cog(a.c / a.offset_groups),
         plane(a.ho * a.wo),
         pixels(a.n * a.ho * a.wo),
-        input(deform_conv::InputStrides(a)) {}
+        input(deform_conv2d::InputStrides(a)) {}
   // (image, pixel, channel) strides of a map of `channels` channels over the
   // output pixels: offset, mask, output.
   Strides Map(int64_t channels) const {
-    return deform_conv::MapStrides(args, channels);
+    return deform_conv2d::MapStrides(args, channels);
   }
 
   const TfcoDeformConv2dArgs& args;
@@ -105,7 +105,7 @@ TFCO_INLINE_INTO_CLONES void FillSamples(A* __restrict__ out,
     return;
   }
   for (int64_t c = 0; c < n; ++c) {
-    out[c] = m * deform_conv::Bilinear<T, A>(s, in + c * stride);
+    out[c] = m * deform_conv2d::Bilinear<T, A>(s, in + c * stride);
   }
 }
 
@@ -306,8 +306,8 @@ struct Sampler {
 
   Sample<A> At(int64_t image, int64_t pixel, int64_t row, int64_t col,
                int64_t k, int64_t g, A* m) const {
-    return deform_conv::SampleAt<T, A>(s.args, s.input, off, msk, offset, mask,
-                                       image, pixel, row, col, k, g, m);
+    return deform_conv2d::SampleAt<T, A>(s.args, s.input, off, msk, offset,
+                                         mask, image, pixel, row, col, k, g, m);
   }
 
   const T* Image(int64_t image, int64_t c0) const {

@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 
 namespace tensorflow {
@@ -28,8 +28,8 @@ namespace customops {
 
 namespace {
 
-using deform_conv::Sample;
-using deform_conv::Strides;
+using deform_conv2d::Sample;
+using deform_conv2d::Strides;
 
 // A block owns a kTile x kTile tile of its product; each of its 16 x 16
 // threads the elements (row0 + 16 i, col0 + 16 j), i, j < 4, so that
@@ -83,14 +83,14 @@ Geometry MakeGeometry(const TfcoDeformConv2dArgs& a) {
   const int64_t run = Gcd(g.cg, g.cog);
   g.step = LargestDivisor(run, kStep);
   g.tile = LargestDivisor(run, kTile);
-  g.in = deform_conv::InputStrides(a);
-  g.off = deform_conv::MapStrides(a, 2 * a.offset_groups * g.taps);
-  g.msk = deform_conv::MapStrides(a, a.offset_groups * g.taps);
-  g.out = deform_conv::MapStrides(a, a.o);
+  g.in = deform_conv2d::InputStrides(a);
+  g.off = deform_conv2d::MapStrides(a, 2 * a.offset_groups * g.taps);
+  g.msk = deform_conv2d::MapStrides(a, a.offset_groups * g.taps);
+  g.out = deform_conv2d::MapStrides(a, a.o);
   return g;
 }
 
-// A sample (deform_conv::Sample) kept in shared memory for a block's
+// A sample (deform_conv2d::Sample) kept in shared memory for a block's
 // threads, with its mask factor and where its image starts in the input. A
 // pixel beyond the last has no corners and m = 0, so its column entries are
 // 0.
@@ -113,7 +113,7 @@ __device__ void LoadSample(const Geometry& g, const T* offset, const T* mask,
   if (p < g.pixels) {
     const int64_t image = p / g.plane, pixel = p % g.plane;
     A m;
-    const Sample<A> s = deform_conv::SampleAt<T, A>(
+    const Sample<A> s = deform_conv2d::SampleAt<T, A>(
         g.a, g.in, g.off, g.msk, offset, mask, image, pixel, pixel / g.a.wo,
         pixel % g.a.wo, k, offset_group, &m);
     r.image = image * g.in.n;

@@ -3,8 +3,8 @@
 // same message. Dims are int64 with -1 for unknown (the shape functions'
 // kUnknownDim); a check runs where its dims are known.
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_SHAPE_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_SHAPE_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_SHAPE_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_SHAPE_H_
 
 #include <algorithm>
 #include <array>
@@ -15,11 +15,11 @@
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/platform/status.h"
 #include "tensorflow/core/util/overflow.h"
-#include "tensorflow_customops/core/kernels/deformable_conv2d/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 
 namespace tensorflow {
 namespace customops {
-namespace deform_conv {
+namespace deform_conv2d {
 
 enum class Padding { kValid, kSame, kExplicit };
 
@@ -351,8 +351,8 @@ inline Status CoreArgs(const Attrs& attrs, const Geometry& g,
   return OkStatus();
 }
 
-}  // namespace deform_conv
+}  // namespace deform_conv2d
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORMABLE_CONV2D_SHAPE_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_SHAPE_H_
