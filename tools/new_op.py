@@ -208,6 +208,7 @@ def scaffold(root, name, function=None):
         raise ScaffoldError(f"{name} exists already: {existing[0]}")
     written = []
     for src, dst in files:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
         _write(dst, _fill(_read(src), names))
         written.append(dst)
     written.append(_add_to_tfco_ops(root, name))
