@@ -141,7 +141,7 @@ _COPTS = _HOST_COPTS + select({
 _CORE_DEFINES = [
     "-std=c++17",
     "-DEIGEN_MAX_ALIGN_BYTES=64",
-    "-DTFCO_KERNEL_CORE",
+    "-DTFCO_PORTABLE",
 ]
 _CORE_COPTS = _CORE_DEFINES + [
     "-fvisibility=hidden",
@@ -249,6 +249,18 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
         objects.append(obj)
     return objects
 
+# The layer a file's name puts it in (CONTRIBUTING.md, "Layers"): in a family
+# folder, <op>_op.cc and <family>_glue.{h,cc} are the glue; <op>_op_cpu.cc,
+# <op>_op_gpu.cu.cc and <op>_op_entry.cc the portable kernels.
+_GLUE_SUFFIXES = ("_op.cc", "_glue.h", "_glue.cc")
+_PORTABLE_SUFFIXES = ("_op_cpu.cc", "_op_gpu.cu.cc", "_op_entry.cc")
+
+def _check_layer(macro, files, wrong_suffixes, layer):
+    for f in files:
+        if type(f) == "string" and f.endswith(wrong_suffixes):
+            fail("%s: %s is named as %s code (CONTRIBUTING.md, \"Layers\"); " % (macro, f, layer) +
+                 "rename it or use the other layer's macro")
+
 def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     """Glue: op specs, gradients, OpKernels, or code they share. Compiled
     against the configured TensorFlow's headers.
@@ -258,9 +270,10 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
       srcs: C++ sources.
       hdrs: headers.
       deps: other tfco_cc_library targets, or kernel-core headers
-        (tfco_core_library's name + "_api").
+        (tfco_portable_library's name + "_api").
       **kwargs: passed to cc_library (visibility, ...).
     """
+    _check_layer("tfco_cc_library", srcs + hdrs, _PORTABLE_SUFFIXES, "portable kernel")
     native.cc_library(
         name = name,
         srcs = srcs,
@@ -275,7 +288,7 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
         **kwargs
     )
 
-def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
+def tfco_portable_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
     """Kernel core: CPU and CUDA kernels that include no TensorFlow header
     (core/kernels/portable/api.h), compiled once for every TensorFlow release.
 
@@ -289,8 +302,9 @@ def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], 
       hdrs: headers, shared by the CPU and GPU sources.
       gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
       api_hdrs: the headers of hdrs that declare the core's C interface.
-      deps: other tfco_core_library targets (their headers reach nvcc too).
+      deps: other tfco_portable_library targets (their headers reach nvcc too).
     """
+    _check_layer("tfco_portable_library", srcs + hdrs + gpu_srcs, _GLUE_SUFFIXES, "glue")
     native.filegroup(
         name = name + "_hdrs",
         srcs = hdrs + [dep + "_hdrs" for dep in deps],
@@ -318,23 +332,23 @@ def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], 
     )
 
 def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], gpu_functor = True):
-    """An op's kernels, as a triple plus its CPU functor:
-      name.h            the core's entry point and (core only) the functor
-      name_cpu.cc       the CPU functor and the entry point (kernel core)
-      name_gpu.cu.cc    the GPU functor (kernel core)
+    """An op's kernels, in four files (CONTRIBUTING.md, "Layers"):
+      name.h            the portable entry points and (portable only) the functor
+      name_cpu.cc       the CPU functor and the entry points (portable kernels)
+      name_gpu.cu.cc    the GPU functor (portable kernels)
       name.cc           the OpKernels and their registrations (glue)
-    Defines name + "_core" (tfco_core_library) and name (the glue).
+    Defines name + "_core" (tfco_portable_library) and name (the glue).
 
     Args:
       name: the file stem, e.g. "zero_out_op".
-      srcs: further kernel-core sources.
-      hdrs: further kernel-core headers.
-      deps: further tfco_core_library targets (portable:device is always one).
+      srcs: further portable sources.
+      hdrs: further portable headers.
+      deps: further tfco_portable_library targets (portable:device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
       gpu_functor: False for an op whose GPU kernels run its CPU code on
         host memory, which has no name_gpu.cu.cc.
     """
-    tfco_core_library(
+    tfco_portable_library(
         name = name + "_core",
         srcs = [name + "_cpu.cc"] + srcs,
         hdrs = [name + ".h"] + hdrs,
@@ -360,7 +374,7 @@ def tfco_core_op_library(name, deps):
 
     Args:
       name: the .so file name (also its SONAME).
-      deps: tfco_core_library targets.
+      deps: tfco_portable_library targets.
     """
     native.cc_binary(
         name = name,
@@ -548,7 +562,7 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
       name: binary name.
       gpu_srcs: *.cu.cc files with the program's host and device code.
       kernels: tfco_kernel_library names; their kernel cores are linked.
-      deps: host tfco_core_library targets.
+      deps: host tfco_portable_library targets.
       **kwargs: passed to cc_binary (visibility, ...).
     """
     objects = _nvcc_objects(name, gpu_srcs, [t + "_core_hdrs" for t in kernels] + [t + "_hdrs" for t in deps])

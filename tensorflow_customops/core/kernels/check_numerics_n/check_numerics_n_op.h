@@ -39,7 +39,7 @@ inline std::string TfcoNumericsError(const std::string& message,
 }
 #endif
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
@@ -58,6 +58,6 @@ struct NumericFlags {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CHECK_NUMERICS_N_OP_H_

@@ -32,7 +32,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoClipByGlobalNormGrad(
     const int64_t* sizes, const void* clip_norm, const void* const* dclipped,
     const void* dglobal_norm, void* const* dt, void* dclip_norm, void* scratch);
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -119,6 +119,6 @@ struct ClipByGlobalNormGrad {
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CLIP_BY_GLOBAL_NORM_OP_H_

@@ -44,7 +44,7 @@ TFCO_CORE_API TfcoError TfcoDeformableConv2dGrad(
 } /* extern "C" */
 #endif
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include <cmath>
 #include <type_traits>
 
@@ -194,6 +194,6 @@ struct DeformableConv2dGrad {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_DEFORM_CONV2D_OP_H_

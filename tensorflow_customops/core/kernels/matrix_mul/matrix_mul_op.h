@@ -14,7 +14,7 @@ TfcoMatrixMul(const TfcoDevice* device, TfcoDtype dtype, const void* a,
               int64_t a_rows, int64_t a_cols, const void* b, int64_t b_rows,
               int64_t b_cols, int transpose_a, int transpose_b, void* product);
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
@@ -35,6 +35,6 @@ struct MatrixMul {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_

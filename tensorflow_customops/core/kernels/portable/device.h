@@ -1,13 +1,13 @@
 // The C++ side of the kernel core (portable/api.h), for its sources only
-// (compiled with TFCO_KERNEL_CORE defined): the devices its functors run on,
+// (compiled with TFCO_PORTABLE defined): the devices its functors run on,
 // the Eigen maps they take, and RunKernel, which every exported function goes
 // through. Nothing here includes TensorFlow.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CORE_DEVICE_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CORE_DEVICE_H_
 
-#ifndef TFCO_KERNEL_CORE
-#error "portable/device.h is for the kernel core's sources (TFCO_KERNEL_CORE)"
+#ifndef TFCO_PORTABLE
+#error "portable/device.h is for the kernel core's sources (TFCO_PORTABLE)"
 #endif
 
 #ifndef EIGEN_USE_THREADS

@@ -44,7 +44,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiCheckBoxes(
     const TfcoDevice* device, TfcoDtype boxes_dtype, int64_t num_rois,
     int64_t batch, float spatial_scale, const void* rois, void* checked);
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
@@ -218,6 +218,6 @@ void CheckBoxesGpu(const GPUDevice& d, int64_t num_rois, int64_t batch,
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_

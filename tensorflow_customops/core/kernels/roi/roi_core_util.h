@@ -1,6 +1,6 @@
 // The kernel core's helpers of the RoI kernels (roi_align_op, roi_pool_op):
 // the CPU kernels' parallel loops, layout changes and buffers.
-// Core sources only (TFCO_KERNEL_CORE).
+// Core sources only (TFCO_PORTABLE).
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CORE_UTIL_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CORE_UTIL_H_

@@ -27,7 +27,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiPoolGrad(
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
     const void* rois, const int32_t* argmax, void* grad_features);
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
@@ -84,6 +84,6 @@ struct PsRoiPoolGrad {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_

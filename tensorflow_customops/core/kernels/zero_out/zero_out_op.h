@@ -12,7 +12,7 @@ extern "C" TFCO_CORE_API TfcoError TfcoZeroOut(const TfcoDevice* device,
                                                const void* input, void* output,
                                                int64_t size, int64_t keep);
 
-#ifdef TFCO_KERNEL_CORE
+#ifdef TFCO_PORTABLE
 #include "tensorflow_customops/core/kernels/portable/device.h"
 
 namespace tensorflow {
@@ -32,6 +32,6 @@ struct ZeroOut {
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-#endif  // TFCO_KERNEL_CORE
+#endif  // TFCO_PORTABLE
 
 #endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ZERO_OUT_OP_H_
