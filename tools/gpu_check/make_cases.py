@@ -458,7 +458,7 @@ def check_numerics_cases():
 
 
 def roi_check_boxes_cases():
-    """Boxes that the kernels reject become the null box (roi_ops_common.h's
+    """Boxes that the kernels reject become the null box (roi_geometry.h's
     RoiOk and NullBox): a batch index out of range or fractional, a coordinate
     that is not finite or beyond 2^30 pixels once scaled."""
     rois = np.array(

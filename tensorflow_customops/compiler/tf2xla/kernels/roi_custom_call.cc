@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
 #include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
-#include "tensorflow_customops/core/kernels/roi/roi_shape_util.h"
 
 namespace tensorflow {
 namespace customops {

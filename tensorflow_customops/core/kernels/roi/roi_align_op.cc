@@ -6,7 +6,7 @@
 
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
-#include "tensorflow_customops/core/kernels/roi/roi_kernel_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_glue.h"
 
 namespace tensorflow {
 namespace customops {

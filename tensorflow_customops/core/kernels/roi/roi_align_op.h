@@ -6,7 +6,7 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ALIGN_OP_H_
 
 #include "tensorflow_customops/core/kernels/portable/api.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 // pooled = RoiAlign(features, rois), or PsRoiAlign as args->attrs.kind says,
 // for a floating-point `dtype`. `args` is validated, the pooled tensor is not

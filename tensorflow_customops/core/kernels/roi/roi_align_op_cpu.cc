@@ -7,7 +7,7 @@
 
 #include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
 
 namespace tensorflow {
 namespace customops {

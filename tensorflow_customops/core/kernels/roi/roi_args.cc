@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/roi/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
 
 #include <cmath>
 #include <cstdint>

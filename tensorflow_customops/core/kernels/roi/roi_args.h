@@ -4,8 +4,8 @@
 // coordinates, argmax), which the regular kernels and the XLA custom calls
 // run on the host before a kernel touches memory.
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_SHAPE_UTIL_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_SHAPE_UTIL_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ARGS_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ARGS_H_
 
 #include <cstdint>
 
@@ -13,7 +13,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/status.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {
@@ -81,4 +81,4 @@ Status CheckPooledGradShape(const TensorShape& grad_shape,
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_SHAPE_UTIL_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_ARGS_H_

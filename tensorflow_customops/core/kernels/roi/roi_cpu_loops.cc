@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
 
 #include <vector>
 

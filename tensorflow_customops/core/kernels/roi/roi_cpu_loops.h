@@ -2,8 +2,8 @@
 // the CPU kernels' parallel loops, layout changes and buffers.
 // Core sources only (TFCO_PORTABLE).
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CORE_UTIL_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CORE_UTIL_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CPU_LOOPS_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CPU_LOOPS_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tensorflow_customops/core/kernels/portable/device.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {
@@ -295,4 +295,4 @@ inline const char* KindName(RoiKind kind) {
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CORE_UTIL_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_CPU_LOOPS_H_

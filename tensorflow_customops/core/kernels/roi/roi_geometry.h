@@ -7,8 +7,8 @@
 // in input-image coordinates, multiplied by spatial_scale to reach
 // feature-map coordinates.
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GEOMETRY_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GEOMETRY_H_
 
 #include <cmath>
 #include <cstdint>
@@ -54,7 +54,7 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
 }
 
 // Whether a box [batch_index, x1, y1, x2, y2] passes the regular kernels'
-// checks (CheckRoiValues in roi_shape_util names the one it fails): every
+// checks (CheckRoiValues in roi_args names the one it fails): every
 // coordinate finite and, once scaled, within kMaxScaledCoordinate; the batch
 // index an integer in [0, batch). B is the boxes' type, float or double.
 template <typename B>
@@ -334,4 +334,4 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int64_t PsChannel(int64_t c, int ph,
 }  // namespace customops
 }  // namespace tensorflow
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_COMMON_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GEOMETRY_H_

@@ -1,4 +1,4 @@
-#include "tensorflow_customops/core/kernels/roi/roi_kernel_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_glue.h"
 
 #include <algorithm>
 #include <atomic>

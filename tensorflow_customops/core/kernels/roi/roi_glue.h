@@ -3,8 +3,8 @@
 // shared by every RoI kernel. Every check runs before a kernel touches
 // memory, and every failure is an InvalidArgument naming the argument.
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GLUE_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GLUE_H_
 
 #include <cstdint>
 #include <type_traits>
@@ -14,8 +14,8 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/core/kernels/glue/portable_call.h"
 #include "tensorflow_customops/core/kernels/glue/register_kernel.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
-#include "tensorflow_customops/core/kernels/roi/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {
@@ -159,4 +159,4 @@ class RoiBackwardOp : public RoiOpKernel<kKind> {
       ::tensorflow::customops::roi::RoiBackwardOp<                         \
           DeviceType, T, ::tensorflow::customops::roi::kind, Launch>)
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_KERNEL_UTIL_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GLUE_H_

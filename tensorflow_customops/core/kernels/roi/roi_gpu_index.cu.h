@@ -1,15 +1,15 @@
 // Device helpers shared by the RoI GPU kernels (*_gpu.cu.cc of the kernel
 // core only).
 
-#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_GPU_CU_H_
-#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_GPU_CU_H_
+#ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GPU_INDEX_CU_H_
+#define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GPU_INDEX_CU_H_
 
 #if GOOGLE_CUDA
 
 #include <type_traits>
 
 #include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {
@@ -116,4 +116,4 @@ void WithChannelGroups(const Args& args, F&& launch) {
 
 #endif  // GOOGLE_CUDA
 
-#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_OPS_GPU_CU_H_
+#endif  // TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_GPU_INDEX_CU_H_

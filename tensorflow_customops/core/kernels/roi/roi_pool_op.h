@@ -6,7 +6,7 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_
 
 #include "tensorflow_customops/core/kernels/portable/api.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 // pooled = RoiPool(features, rois), with argmax its second output, or
 // PsRoiPool (argmax null) as args->attrs.kind says, for a floating-point

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
-#include "tensorflow_customops/core/kernels/roi/roi_core_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
 #include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 namespace tensorflow {

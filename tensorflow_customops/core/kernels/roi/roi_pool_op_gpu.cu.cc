@@ -11,7 +11,7 @@
 #include <cfloat>
 
 #include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
-#include "tensorflow_customops/core/kernels/roi/roi_ops_gpu.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_gpu_index.cu.h"
 #include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 namespace tensorflow {
