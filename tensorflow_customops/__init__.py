@@ -29,7 +29,7 @@ from tensorflow_customops.python.ops.clip_by_global_norm_ops import (
     clip_by_global_norm,
 )
 from tensorflow_customops.python.ops.cpp_gradients import cpp_gradient
-from tensorflow_customops.python.ops.deformable_conv2d_ops import deform_conv2d
+from tensorflow_customops.python.ops.deform_conv2d_ops import deform_conv2d
 from tensorflow_customops.python.ops.matrix_mul_ops import matrix_mul
 from tensorflow_customops.python.ops.roi_ops import (
     multi_scale_roi_align,

@@ -1,6 +1,7 @@
 """Build macros for tensorflow_customops. These own every compiler and linker flag.
 
   TFCO_OPS               every op family and its kernel libraries
+  tfco_kernels           the labels of those kernel libraries
   tfco_cc_library        op specs, gradients and kernels (CPU, and GPU under --config=cuda)
   tfco_kernel_library    one <kernel>.{h,cc} + <kernel>_gpu.cu.cc triple
   tfco_custom_op_library the shared library Python loads
@@ -39,20 +40,29 @@ load(
     "TF_VERSION",
 )
 
-# Op family -> its kernel libraries in core/kernels. A family `f` has
-# core/ops/f_ops.cc and f_grad.cc and python/ops/f_ops.py; the BUILD files
-# that build, load and package them read this table, so a new family is one
-# line here (plus one tfco_kernel_library line per kernel).
+# Op family -> its kernel libraries. A family `f` has core/ops/f_ops.cc and
+# f_grad.cc, its kernels in core/kernels/f/ (tfco_kernels) and
+# python/ops/f_ops.py; the BUILD files that build, load and package them read
+# this table, so a new family is one line here (plus its folder).
 TFCO_OPS = {
     "check_condition": ["check_condition_op"],
     "check_numerics_n": ["check_numerics_n_op"],
     "clip_by_global_norm": ["clip_by_global_norm_op"],
-    "deformable_conv2d": ["deformable_conv2d_op"],
+    "deform_conv2d": ["deform_conv2d_op"],
     "matrix_mul": ["matrix_mul_op"],
     "roi": ["roi_align_op", "roi_pool_op"],
     "roi_box_counts": ["roi_box_counts_op"],
     "zero_out": ["zero_out_op"],
 }
+
+def tfco_kernels(suffix = ""):
+    """The label of every kernel library in TFCO_OPS, plus `suffix`
+    ("_core": its kernel core)."""
+    return [
+        "//tensorflow_customops/core/kernels/%s:%s%s" % (family, kernel, suffix)
+        for family, kernels in TFCO_OPS.items()
+        for kernel in kernels
+    ]
 
 _USING_CUDA = "//tensorflow_customops:using_cuda"
 _USING_CUDA12 = "//tensorflow_customops:using_cuda12"
@@ -71,7 +81,8 @@ _RELEASE = "//third_party/tf:release"
 _WHEEL_RELEASES = "//third_party/tf:wheel_releases"
 INSTALLED_RELEASE = ".".join(TF_VERSION.split(".")[:2])
 _EIGEN_HEADERS = "@local_config_tf//:eigen_header_lib"
-_CORE_EXPORTS = "//tensorflow_customops/core/kernels:core_exports.lds"
+_KERNELS = "//tensorflow_customops/core/kernels/"
+_CORE_EXPORTS = _KERNELS + "portable:exports.lds"
 _CUDART = "//tensorflow_customops/core/platform:cudart"
 _CUDA_ONLY = select({
     _USING_CUDA: [],
@@ -128,14 +139,14 @@ _COPTS = _HOST_COPTS + select({
     "//conditions:default": [],
 })
 
-# The kernel core (core/kernels/core_api.h) sees Eigen and no TensorFlow
+# The kernel core (core/kernels/portable/api.h) sees Eigen and no TensorFlow
 # header, so it is compiled once for every TensorFlow release; it exports its
 # C interface only. TensorFlow aligns every buffer to 64 bytes, which the
 # core's aligned Eigen maps assume.
 _CORE_DEFINES = [
     "-std=c++17",
     "-DEIGEN_MAX_ALIGN_BYTES=64",
-    "-DTFCO_KERNEL_CORE",
+    "-DTFCO_PORTABLE",
 ]
 _CORE_COPTS = _CORE_DEFINES + [
     "-fvisibility=hidden",
@@ -292,6 +303,18 @@ def _nvcc_objects(name, gpu_srcs, hdrs):
         objects.append(obj)
     return objects
 
+# The layer a file's name puts it in (CONTRIBUTING.md, "Layers"): in a family
+# folder, <op>_op.cc and <family>_glue.{h,cc} are the glue; <op>_op_cpu.cc,
+# <op>_op_gpu.cu.cc and <op>_op_entry.cc the portable kernels.
+_GLUE_SUFFIXES = ("_op.cc", "_glue.h", "_glue.cc")
+_PORTABLE_SUFFIXES = ("_op_cpu.cc", "_op_gpu.cu.cc", "_op_entry.cc")
+
+def _check_layer(macro, files, wrong_suffixes, layer):
+    for f in files:
+        if type(f) == "string" and f.endswith(wrong_suffixes):
+            fail("%s: %s is named as %s code (CONTRIBUTING.md, \"Layers\"); " % (macro, f, layer) +
+                 "rename it or use the other layer's macro")
+
 def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     """Glue: op specs, gradients, OpKernels, or code they share. Compiled
     against the configured TensorFlow's headers.
@@ -301,9 +324,10 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
       srcs: C++ sources.
       hdrs: headers.
       deps: other tfco_cc_library targets, or kernel-core headers
-        (tfco_core_library's name + "_api").
+        (tfco_portable_library's name + "_api").
       **kwargs: passed to cc_library (visibility, ...).
     """
+    _check_layer("tfco_cc_library", srcs + hdrs, _PORTABLE_SUFFIXES, "portable kernel")
     native.cc_library(
         name = name,
         srcs = srcs,
@@ -318,9 +342,9 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
         **kwargs
     )
 
-def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
+def tfco_portable_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
     """Kernel core: CPU and CUDA kernels that include no TensorFlow header
-    (core/kernels/core_api.h), compiled once for every TensorFlow release.
+    (core/kernels/portable/api.h), compiled once for every TensorFlow release.
 
     Also defines name + "_api", the headers in api_hdrs alone, which is what
     the glue may depend on: the core's code reaches it through the shared
@@ -332,8 +356,9 @@ def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], 
       hdrs: headers, shared by the CPU and GPU sources.
       gpu_srcs: *_gpu.cu.cc files, compiled by nvcc under --config=cuda only.
       api_hdrs: the headers of hdrs that declare the core's C interface.
-      deps: other tfco_core_library targets (their headers reach nvcc too).
+      deps: other tfco_portable_library targets (their headers reach nvcc too).
     """
+    _check_layer("tfco_portable_library", srcs + hdrs + gpu_srcs, _GLUE_SUFFIXES, "glue")
     native.filegroup(
         name = name + "_hdrs",
         srcs = hdrs + [dep + "_hdrs" for dep in deps],
@@ -361,34 +386,38 @@ def tfco_core_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], 
     )
 
 def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], gpu_functor = True):
-    """An op's kernels, as a triple plus its CPU functor:
-      name.h            the core's entry point and (core only) the functor
-      name_cpu.cc       the CPU functor and the entry point (kernel core)
-      name_gpu.cu.cc    the GPU functor (kernel core)
+    """An op's kernels, in four files (CONTRIBUTING.md, "Layers"):
+      name.h            the portable entry points and (portable only) the functor
+      name_cpu.cc       the CPU functor and the entry points (portable kernels)
+      name_gpu.cu.cc    the GPU functor (portable kernels)
       name.cc           the OpKernels and their registrations (glue)
-    Defines name + "_core" (tfco_core_library) and name (the glue).
+    Defines name + "_core" (tfco_portable_library) and name (the glue).
 
     Args:
       name: the file stem, e.g. "zero_out_op".
-      srcs: further kernel-core sources.
-      hdrs: further kernel-core headers.
-      deps: further tfco_core_library targets (core_device is always one).
+      srcs: further portable sources.
+      hdrs: further portable headers.
+      deps: further tfco_portable_library targets (portable:device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
       gpu_functor: False for an op whose GPU kernels run its CPU code on
         host memory, which has no name_gpu.cu.cc.
     """
-    tfco_core_library(
+    tfco_portable_library(
         name = name + "_core",
         srcs = [name + "_cpu.cc"] + srcs,
         hdrs = [name + ".h"] + hdrs,
         gpu_srcs = [name + "_gpu.cu.cc"] if gpu_functor else [],
         api_hdrs = [name + ".h"],
-        deps = [":core_device"] + deps,
+        deps = [_KERNELS + "portable:device"] + deps,
     )
     tfco_cc_library(
         name = name,
         srcs = [name + ".cc"],
-        deps = [":core_call", ":register_kernel", name + "_core_api"] + glue_deps,
+        deps = [
+            _KERNELS + "glue:portable_call",
+            _KERNELS + "glue:register_kernel",
+            name + "_core_api",
+        ] + glue_deps,
     )
 
 def tfco_core_op_library(name, deps):
@@ -399,7 +428,7 @@ def tfco_core_op_library(name, deps):
 
     Args:
       name: the .so file name (also its SONAME).
-      deps: tfco_core_library targets.
+      deps: tfco_portable_library targets.
     """
     native.cc_binary(
         name = name,
@@ -587,7 +616,7 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
       name: binary name.
       gpu_srcs: *.cu.cc files with the program's host and device code.
       kernels: tfco_kernel_library names; their kernel cores are linked.
-      deps: host tfco_core_library targets.
+      deps: host tfco_portable_library targets.
       **kwargs: passed to cc_binary (visibility, ...).
     """
     objects = _nvcc_objects(name, gpu_srcs, [t + "_core_hdrs" for t in kernels] + [t + "_hdrs" for t in deps])

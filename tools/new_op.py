@@ -7,12 +7,13 @@ Python function `tfco.NAME`, or `tfco.FUNCTION` with --function (a shorter
 public name, say). The template is a complete op, y = alpha * x in half,
 bfloat16, float and double: spec and shape function, C++ gradient, functor
 header, CPU kernel with validation, GPU kernel, Python wrapper and gradient,
-tests and the ONNX export's test (python/kernel_tests/NAME/, with its BUILD),
-registry entry, GPU check cases and runner, and the ONNX handler. The files
-it writes are the op's own (the GPU check's cases and runner register
-themselves); in shared files it adds the op's line to each table (TFCO_OPS,
-core/kernels/BUILD, the package's imports and __all__).
-Then it records the spec's history and goldens (bazel run
+tests and the ONNX export's test, registry entry, GPU check cases and runner,
+and the ONNX handler. The files it writes are the op's own, most of them in
+folders of the family's own with their BUILD files (core/kernels/NAME/,
+compiler/tf2xla/kernels/NAME/, python/kernel_tests/NAME/), and the GPU
+check's cases and runner register themselves; of the shared files it changes
+two, adding the family to TFCO_OPS and its function to the package's imports
+and __all__. Then it records the spec's history and goldens (bazel run
 //tensorflow_customops/core/ops/compat:update_ops_history and :record_goldens)
 unless --skip-compat.
 Replace the maths, keep the structure, and run the tests.
@@ -89,12 +90,6 @@ def _add_to_tfco_ops(root, name):
     return path
 
 
-def _append(root, relative, line):
-    path = os.path.join(root, relative)
-    _write(path, _read(path).rstrip("\n") + "\n\n" + line + "\n")
-    return path
-
-
 def _export(root, name, function):
     """Imports `function` from the op's module into the package and adds it
     to __all__, keeping the list's order where it is sorted."""
@@ -142,8 +137,9 @@ def _format(paths):
 
 def scaffold(root, name, function=None):
     """Writes op `name` into the repository at `root`, its Python function
-    named `function` (default: `name`); returns the paths written or
-    changed."""
+    named `function` (default: `name`); returns (path, whether it existed)
+    for every file written: the op's own files, then the two shared files it
+    adds the op to."""
     if not _NAME.fullmatch(name):
         raise ScaffoldError(f"NAME must be snake_case, got {name!r}")
     if function is not None and not _NAME.fullmatch(function):
@@ -161,17 +157,12 @@ def scaffold(root, name, function=None):
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         _write(dst, _fill(_read(src), names))
         written.append(dst)
-    written.append(_add_to_tfco_ops(root, name))
-    written.append(
-        _append(
-            root,
-            "tensorflow_customops/core/kernels/BUILD",
-            f'tfco_kernel_library(name = "{name}_op")',
-        )
-    )
-    written.append(_export(root, name, names["{{function}}"]))
-    _format(written)
-    return written
+    changed = [
+        _add_to_tfco_ops(root, name),
+        _export(root, name, names["{{function}}"]),
+    ]
+    _format(written + changed)
+    return [(path, False) for path in written] + [(path, True) for path in changed]
 
 
 def main(argv):
@@ -191,8 +182,8 @@ def main(argv):
         written = scaffold(_ROOT, args.name, args.function)
     except ScaffoldError as e:
         sys.exit(f"new_op: {e}")
-    for path in written:
-        print("wrote", os.path.relpath(path, _ROOT))
+    for path, existed in written:
+        print("changed" if existed else "wrote", os.path.relpath(path, _ROOT))
     if not args.skip_compat:
         for target in ("update_ops_history", "record_goldens"):
             subprocess.run(

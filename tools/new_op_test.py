@@ -94,12 +94,26 @@ class NewOpTest(unittest.TestCase):
         written = self._run(
             sys.executable, "tools/new_op.py", _NAME, "--function", "probe"
         )
-        self.assertIn(f"wrote tensorflow_customops/core/kernels/{_NAME}_op.cc", written)
-        # The tests go into a folder of their own: no shared BUILD is edited.
+        self.assertIn(
+            f"wrote tensorflow_customops/core/kernels/{_NAME}/{_NAME}_op.cc", written
+        )
+        # The op's files are its own (its tests, lowering and kernels in folders
+        # of their own, the GPU check's runner and cases registering
+        # themselves): of the existing files, only the two tables change.
         tests = "tensorflow_customops/python/kernel_tests"
         self.assertIn(f"wrote {tests}/{_NAME}/BUILD\n", written)
-        self.assertNotIn(f"wrote {tests}/BUILD\n", written)
-        self.assertNotIn(f"wrote {tests}/onnx/BUILD\n", written)
+        changed = sorted(
+            line.split()[1]
+            for line in written.splitlines()
+            if line.startswith("changed ")
+        )
+        self.assertEqual(
+            changed,
+            [
+                "tensorflow_customops/__init__.py",
+                "tensorflow_customops/tensorflow_customops.bzl",
+            ],
+        )
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
             self.assertIn(f"python.ops.{_NAME}_ops import probe\n", f.read())
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
@@ -118,7 +132,7 @@ class NewOpTest(unittest.TestCase):
                 "bazel",
                 "build",
                 "--config=cuda",
-                f"//tensorflow_customops/core/kernels:{_NAME}_op_core",
+                f"//tensorflow_customops/core/kernels/{_NAME}:{_NAME}_op_core",
                 f"//tools/gpu_check:gpu_check_runners_{_NAME}_o",
             )
 

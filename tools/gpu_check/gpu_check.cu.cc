@@ -1,7 +1,7 @@
 // Runs every GPU kernel of the library on the cases of a case file and
 // compares the results with the CPU kernels' outputs stored there. Needs a
 // CUDA GPU and nothing of TensorFlow at run time: the kernels are the kernel
-// core's (core/kernels/core_api.h), called through the same C entry points
+// core's (core/kernels/portable/api.h), called through the same C entry points
 // the op library calls.
 //
 //   gpu_check CASES [--outputs FILE]   one line per case, then
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 #include "tools/gpu_check/case_file.h"
 #include "tools/gpu_check/runner.h"
 

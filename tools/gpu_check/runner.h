@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 #include "tools/gpu_check/case_file.h"
 
 namespace gpu_check {

@@ -17,7 +17,7 @@ extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
-#include "tensorflow_customops/core/kernels/gpu_support.h"
+#include "tensorflow_customops/core/kernels/portable/gpu_support.h"
 #include "tensorflow_customops/core/platform/status_compat.h"
 
 #if TFCO_XLA_FFI

@@ -1,4 +1,4 @@
-// Lowerings that call the kernel core (core/kernels/core_api.h) from XLA: a
+// Lowerings that call the kernel core (core/kernels/portable/api.h) from XLA: a
 // custom call whose handler runs the regular kernels' functor, on the host on
 // TensorFlow's intra-op pool and, with typed FFI and --config=cuda, on CUDA
 // on XLA's stream, so compiled code computes what the regular kernels
@@ -22,7 +22,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
-#include "tensorflow_customops/core/kernels/core_api.h"
+#include "tensorflow_customops/core/kernels/portable/api.h"
 
 // Only 2.20 and newer ship the FFI headers.
 #if __has_include("xla/ffi/api/ffi.h")

@@ -1,6 +1,6 @@
 // Op specs of the RoI family for detection: RoiPool, RoiAlign, PsRoiPool,
 // PsRoiAlign and their gradient ops. Semantics follow torchvision.ops; see
-// core/kernels/roi_ops_common.h.
+// core/kernels/roi/roi_geometry.h.
 
 #include <string>
 
@@ -8,7 +8,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/types.h"
-#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
 #include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {

@@ -44,7 +44,7 @@ def main():
 
 
 # (m, k, n): square products, then thin ones, which take other paths (see
-# core/kernels/matrix_mul_cpu_gemm.h).
+# core/kernels/matrix_mul/matrix_mul_cpu_gemm.h).
 _SHAPES = (
     (256, 256, 256),
     (1024, 1024, 1024),

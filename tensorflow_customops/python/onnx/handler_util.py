@@ -155,13 +155,13 @@ def replace_with_nchw_op(ctx, node, op_type, inputs, attr):
 
 
 # The kernels' bound on a box coordinate times spatial_scale
-# (kMaxScaledCoordinate, roi_ops_common.h).
+# (kMaxScaledCoordinate, roi_geometry.h).
 _MAX_SCALED_COORDINATE = float(1 << 30)
 
 
 def checked_rois(ctx, node, index, features_index=0, max_extent=None):
     """The `[K, 5]` rows of input `index`, with batch index -1 in every row
-    the kernels refuse (RoiOk in roi_ops_common.h: a coordinate not finite or
+    the kernels refuse (RoiOk in roi_geometry.h: a coordinate not finite or
     beyond 2^30 pixels once scaled, a batch index not an integer in [0, N)),
     which ONNX Runtime's RoiAlign and MaxRoiPool then refuse: they would
     truncate 0.9 to image 0, and MaxRoiPool pools a NaN box to zeros.

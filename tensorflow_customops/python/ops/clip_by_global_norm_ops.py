@@ -90,7 +90,7 @@ def _dense_values(t):
 @tf.RegisterGradient("CustomOps>ClipByGlobalNorm")
 def _clip_by_global_norm_grad(op, *grads):
     """Both gradients come from the fused gradient op (see
-    core/kernels/clip_by_global_norm_op.h for the formulas)."""
+    core/kernels/clip_by_global_norm/clip_by_global_norm_op.h for the formulas)."""
     n = op.get_attr("N")
     dt, dclip_norm = _ops.custom_ops_clip_by_global_norm_grad(
         t=op.inputs[:n],
@@ -103,8 +103,8 @@ def _clip_by_global_norm_grad(op, *grads):
 
 def _gradient_formula(t_list, clip_norm, dclipped, dglobal_norm):
     """ClipByGlobalNormGrad's outputs in TensorFlow ops, in float64 (see
-    core/kernels/clip_by_global_norm_op.h): differentiable, for the second
-    order. The first order comes from the fused op."""
+    core/kernels/clip_by_global_norm/clip_by_global_norm_op.h): differentiable,
+    for the second order. The first order comes from the fused op."""
     wide = [tf.cast(t, tf.float64) for t in t_list]
     dwide = [tf.cast(d, tf.float64) for d in dclipped]
     clip = tf.cast(clip_norm, tf.float64)

@@ -188,7 +188,7 @@ CORE_LIBRARY_NAME = "_custom_ops_core.so"
 
 
 class _GpuSupport(ctypes.Structure):
-    # TfcoGpuSupport (core/kernels/gpu_support.h).
+    # TfcoGpuSupport (core/kernels/portable/gpu_support.h).
     _fields_ = [
         ("compiled", ctypes.c_int),
         ("usable", ctypes.c_int),

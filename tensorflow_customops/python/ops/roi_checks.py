@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-# The kernels' limit (kMaxSamplingRatio in core/kernels/roi_ops_common.h).
+# The kernels' limit (kMaxSamplingRatio in core/kernels/roi/roi_geometry.h).
 _MAX_SAMPLING_RATIO = 64
 FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 # Keras' names map onto TensorFlow's.

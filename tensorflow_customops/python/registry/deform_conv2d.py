@@ -5,7 +5,7 @@ import tensorflow as tf
 from hypothesis import strategies as st
 
 import tensorflow_customops as tfco
-from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library
+from tensorflow_customops.python.ops import deform_conv2d_ops, load_library
 from tensorflow_customops.python.registry import arrays, values
 from tensorflow_customops.python.registry.entry import Case, Entry, Override
 from tensorflow_customops.python.registry.large_shapes import (
@@ -260,7 +260,7 @@ _ENTRY_COMMON = dict(
     fuzz_hint=_fuzz,
     xla_tolerance=_XLA_TOLERANCE,
     xla_custom_call=True,
-    second_order_error=deformable_conv2d_ops.SECOND_ORDER_ERROR,
+    second_order_error=deform_conv2d_ops.SECOND_ORDER_ERROR,
 )
 
 ENTRIES = [

@@ -205,7 +205,7 @@ def _many_boxes_cases():
 
 
 def _check_boxes_cases():
-    """Boxes that the kernels reject become the null box (roi_ops_common.h's
+    """Boxes that the kernels reject become the null box (roi_geometry.h's
     RoiOk and NullBox): a batch index out of range or fractional, a coordinate
     that is not finite or beyond 2^30 pixels once scaled."""
     rois = np.array(

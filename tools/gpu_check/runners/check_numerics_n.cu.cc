@@ -1,6 +1,6 @@
 // CheckNumericsN's GPU kernel: the per-tensor flags it reports.
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

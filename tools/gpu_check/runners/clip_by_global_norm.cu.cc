@@ -1,6 +1,6 @@
 // ClipByGlobalNorm's GPU kernels and its gradient's.
 
-#include "tensorflow_customops/core/kernels/clip_by_global_norm_op.h"
+#include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

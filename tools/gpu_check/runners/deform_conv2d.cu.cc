@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "tensorflow_customops/core/kernels/deformable_conv2d_op.h"
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

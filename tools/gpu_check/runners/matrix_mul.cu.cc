@@ -1,6 +1,6 @@
 // MatrixMul's GPU kernel.
 
-#include "tensorflow_customops/core/kernels/matrix_mul_op.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

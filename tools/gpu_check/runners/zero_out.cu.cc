@@ -1,6 +1,6 @@
 // ZeroOut's GPU kernel.
 
-#include "tensorflow_customops/core/kernels/zero_out_op.h"
+#include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 #include "tools/gpu_check/runner.h"
 
 namespace gpu_check {

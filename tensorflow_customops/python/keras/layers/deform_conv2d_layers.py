@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import (
-    deformable_conv2d_ops,
+    deform_conv2d_ops,
     load_library,
     roi_checks,
 )
@@ -197,7 +197,7 @@ class DeformConv2D(keras.layers.Layer):
         if self.data_format == "NCHW":
             offset = tf.transpose(offset, [0, 3, 1, 2])
             mask = None if mask is None else tf.transpose(mask, [0, 3, 1, 2])
-        return deformable_conv2d_ops.deform_conv2d(
+        return deform_conv2d_ops.deform_conv2d(
             x,
             offset,
             tf.cast(self.kernel, x.dtype),

@@ -17,7 +17,7 @@ from tensorflow_customops.python.kernel_tests import xla_test_util
 from tensorflow_customops.python.kernel_tests.deform_conv2d import (
     deform_conv2d_reference as ref,
 )
-from tensorflow_customops.python.ops import deformable_conv2d_ops, load_library
+from tensorflow_customops.python.ops import deform_conv2d_ops, load_library
 
 _ops = load_library.load_op_library()
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
@@ -370,7 +370,7 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
                 grad = inner.gradient(loss, x)
             return outer.gradient(grad, x, output_gradients=upstream)
 
-        message = deformable_conv2d_ops.SECOND_ORDER_ERROR
+        message = deform_conv2d_ops.SECOND_ORDER_ERROR
         # Eagerly the plain message; in a graph, CheckCondition's (the same).
         with self.assertRaises(tf.errors.InvalidArgumentError) as ctx:
             second_order(x)

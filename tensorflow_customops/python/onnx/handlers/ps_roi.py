@@ -8,7 +8,7 @@ bin's extent. That is one bin's work per output value, as in the kernels. The
 sub-boxes go bin by bin (all boxes' bin 0 first), so that RoiAlign reads one
 channel group for many boxes in turn, while it is in cache. The
 sub-box geometry is computed in the graph with the kernels' arithmetic
-(roi_ops_common.h):
+(roi_geometry.h):
 
 - PsRoiPool: the integer bins (coordinates rounded half away from zero, which
   ONNX's Round, half to even, is not; bins clipped to [0, size - 1]) as boxes
@@ -139,7 +139,7 @@ def _box_rows(b, node, spatial_scale):
 
 def _pool_edges(b, start, end, bins, size):
     """PsRoiPool's whole-pixel bins along one axis (PoolBin in
-    roi_ops_common.h, position-sensitive) as sub-box edges [bins, K]: lo and
+    roi_geometry.h, position-sensitive) as sub-box edges [bins, K]: lo and
     hi, which half_pixel mode turns into lo - 0.5 and hi - 0.5, so that the
     adaptive grid samples the pixel centres lo .. hi - 1, one each."""
     start = b.op("Cast", b.round_half_away(start), to=TensorProto.INT64)
@@ -190,7 +190,7 @@ class _Axis:
 def _near_drop_edges(b, bin_start, bin_size, grid, size):
     """[bins, K] bool: whether a sample of the bin, as the kernel places it,
     lies within a few units in the last place of -1 or `size`, where
-    bilinear sampling drops samples beyond (Bilinear in roi_ops_common.h).
+    bilinear sampling drops samples beyond (Bilinear in roi_geometry.h).
 
     There the sub-box's samples, which sit a few units in the last place from
     the kernel's, may fall on the other side. Positions are monotonic in the
@@ -241,7 +241,7 @@ def _near_drop_edges(b, bin_start, bin_size, grid, size):
 
 
 def _align_axis(b, start, end, bins, offset, sampling_ratio, size):
-    """PsRoiAlign's bins along one axis (MakeAlignBox in roi_ops_common.h) as
+    """PsRoiAlign's bins along one axis (MakeAlignBox in roi_geometry.h) as
     sub-boxes for half_pixel mode: bin j starts at start + j * bin_size and is
     bin_size long."""
     half = b.const(0.5)

@@ -15,7 +15,7 @@
 // Elsewhere (the GPU, TFCO_XLA_LOWERING=hlo) a compiled program cannot
 // raise, and the values pass through unchecked.
 
-#include "tensorflow_customops/core/kernels/check_condition_op.h"
+#include "tensorflow_customops/core/kernels/check_condition/check_condition_op.h"
 
 #include <string>
 #include <vector>

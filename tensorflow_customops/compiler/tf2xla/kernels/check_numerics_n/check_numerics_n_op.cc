@@ -6,7 +6,7 @@
 // through unchecked would break the contract silently, so compilation fails
 // with the reason.
 
-#include "tensorflow_customops/core/kernels/check_numerics_n_op.h"
+#include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 
 #include <string>
 #include <vector>

@@ -7,7 +7,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/matrix_mul_shape.h"
+#include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_shape.h"
 
 namespace tensorflow {
 namespace customops {

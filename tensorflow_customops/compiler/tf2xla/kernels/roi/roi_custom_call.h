@@ -11,7 +11,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {

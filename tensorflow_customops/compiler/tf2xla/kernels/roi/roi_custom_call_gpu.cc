@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/roi_align_op.h"
-#include "tensorflow_customops/core/kernels/roi_pool_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 
 namespace tensorflow {
 namespace customops {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {

@@ -10,7 +10,7 @@
 // masks the samples a bin does not have; trip count is the largest range of
 // samples that can land on the map (SampleRanges; the largest bin for the
 // pooling kinds) of the call, however large the grids. The arithmetic repeats
-// the regular kernels' operations in their order (roi_ops_common.h,
+// the regular kernels' operations in their order (roi_geometry.h,
 // roi_align_op.h): the pooling kinds give their bits, the bilinear kinds differ
 // where XLA's CPU backend fuses multiply-adds into FMAs, and gradients add the
 // same terms in another order.
@@ -19,7 +19,7 @@
 // cannot raise inside a compiled program: a box
 // that fails them gives zeros and no gradient, and an out-of-range argmax
 // entry is skipped. Attr and shape checks are the regular kernels' own
-// (roi_shape_util), at compile time.
+// (roi_args), at compile time.
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_LOWERING_HELPERS_H_
 #define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_LOWERING_HELPERS_H_
@@ -32,8 +32,8 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
-#include "tensorflow_customops/core/kernels/roi_ops_common.h"
-#include "tensorflow_customops/core/kernels/roi_shape_util.h"
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 
 namespace tensorflow {
 namespace customops {

@@ -10,7 +10,7 @@
 // then pool is the boxes of each image up to its clamped count, a count
 // below 0 giving none and one above K all K.
 
-#include "tensorflow_customops/core/kernels/roi_box_counts_op.h"
+#include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"
 
 #include <string>
 
