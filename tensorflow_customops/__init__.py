@@ -66,7 +66,7 @@ def build_info():
       A dict with keys `version` (this package's), `tf_running_version` (the
       TensorFlow imported in this process, whose op library was loaded),
       `tf_version` (the TensorFlow the build was configured with: in a wheel,
-      the one its kernel core and its build machine's glue were built with,
+      the one its portable kernels and its build machine's glue were built with,
       which may differ from the running one), `tf_releases` (the TensorFlow
       releases, major.minor, this copy has op libraries for), `op_library`
       (the path of the running TensorFlow's op library, which a C or C++

@@ -420,9 +420,9 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], g
         ] + glue_deps,
     )
 
-def tfco_core_op_library(name, deps):
-    """The kernel core as the shared library the op library links
-    (_custom_ops_core.so): only its C interface is exported, it links no
+def tfco_portable_op_library(name, deps):
+    """The portable kernels as the shared library the op library links
+    (_portable_kernels.so): only its C interface is exported, it links no
     TensorFlow library, and under --config=cuda it carries the CUDA runtime,
     linked statically and kept private.
 
@@ -465,32 +465,32 @@ def _linked_libraries(installed, other_releases):
         TF_RELEASES,
     )
 
-def tfco_custom_op_library(name, deps, core, **kwargs):
+def tfco_custom_op_library(name, deps, portable, **kwargs):
     """The shared library that tf.load_op_library loads: the glue.
 
     It links against libtensorflow_framework by path, so it carries no
-    build-tree rpath, and against the kernel core (`core`), which it finds
+    build-tree rpath, and against the portable kernels (`portable`), which it finds
     beside itself ($ORIGIN) or, as a release's glue in the wheel, in the
     folder above ($ORIGIN/..).
 
     Args:
       name: the .so file name.
       deps: tfco_cc_library targets.
-      core: the tfco_core_op_library target in the same package.
+      portable: the tfco_portable_op_library target in the same package.
       **kwargs: passed to cc_binary (visibility, ...).
     """
-    core_stub = name.replace(".", "_") + "_core_stub"
-    _empty_library(core_stub, core.split(":")[-1])
+    portable_stub = name.replace(".", "_") + "_portable_stub"
+    _empty_library(portable_stub, portable.split(":")[-1])
     native.cc_binary(
         name = name,
         linkshared = 1,
         deps = deps + [_LIBSTDCXX_COMPAT],
-        # Whatever runs the op library from Bazel's runfiles gets the core
-        # beside it. A release's glue links a stand-in, so that the core is
+        # Whatever runs the op library from Bazel's runfiles gets the portable
+        # kernels beside it. A release's glue links a stand-in, so that they are
         # built once, in the installed TensorFlow's configuration.
-        data = release_select([core], [], TF_RELEASES),
-        additional_linker_inputs = [_TF_FRAMEWORK] + release_select([core], [core_stub], TF_RELEASES),
-        linkopts = _linked_libraries([_TF_FRAMEWORK, core], [_TF_FRAMEWORK, core_stub]) + [
+        data = release_select([portable], [], TF_RELEASES),
+        additional_linker_inputs = [_TF_FRAMEWORK] + release_select([portable], [portable_stub], TF_RELEASES),
+        linkopts = _linked_libraries([_TF_FRAMEWORK, portable], [_TF_FRAMEWORK, portable_stub]) + [
             "-Wl,-rpath,$$ORIGIN:$$ORIGIN/..",
         ] + _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,
         **kwargs
@@ -516,30 +516,30 @@ def tfco_xla_library(name, srcs = [], hdrs = [], deps = []):
         alwayslink = 1,
     )
 
-def tfco_xla_op_library(name, deps, core):
+def tfco_xla_op_library(name, deps, portable):
     """The shared library of XLA lowerings, loaded after the op library.
 
     XLA's op registry lives in libtensorflow_cc, so unlike the op library this
     one links it too (by path, without an rpath, like the op library). Its
-    custom calls run the kernel core, which it links as the op library does.
+    custom calls run the portable kernels, which it links as the op library does.
 
     Args:
       name: the .so file name.
       deps: tfco_xla_library targets.
-      core: the tfco_core_op_library target in the same package.
+      portable: the tfco_portable_op_library target in the same package.
     """
-    core_stub = name.replace(".", "_") + "_core_stub"
-    _empty_library(core_stub, core.split(":")[-1])
+    portable_stub = name.replace(".", "_") + "_portable_stub"
+    _empty_library(portable_stub, portable.split(":")[-1])
     native.cc_binary(
         name = name,
         linkshared = 1,
         deps = deps + [_LIBSTDCXX_COMPAT],
-        data = release_select([core], [], TF_RELEASES),
+        data = release_select([portable], [], TF_RELEASES),
         additional_linker_inputs = [_TF_FRAMEWORK, _TF_CC] +
-                                   release_select([core], [core_stub], TF_RELEASES),
+                                   release_select([portable], [portable_stub], TF_RELEASES),
         linkopts = _linked_libraries(
-            [_TF_FRAMEWORK, _TF_CC, core],
-            [_TF_FRAMEWORK, _TF_CC, core_stub],
+            [_TF_FRAMEWORK, _TF_CC, portable],
+            [_TF_FRAMEWORK, _TF_CC, portable_stub],
         ) + [
             "-Wl,-rpath,$$ORIGIN:$$ORIGIN/..",
         ] + _LIBSTDCXX_COMPAT_LINKOPTS + _SANITIZER_LINKOPTS,

@@ -4,7 +4,7 @@ tools/configure.py writes the values this rule reads into
 .tf_configure.bazelrc as --repo_env settings. The generated repository holds:
   //:tf_header_lib        TensorFlow's headers (includes CUDA 12 headers).
   //:tf_headers           the same files, for genrules (nvcc).
-  //:eigen_header_lib     Eigen alone (the kernel core's headers).
+  //:eigen_header_lib     Eigen alone (the portable kernels' headers).
   //:eigen_headers        the same files, for genrules (nvcc).
   //:tf_cuda_header_lib   adds TensorFlow's bundled CUDA headers to the path.
   //:libtensorflow_framework  the shared library file, linked by path.
@@ -48,7 +48,7 @@ def _tf_configure_impl(ctx):
 
     ctx.symlink(env["TF_HEADER_DIR"], "include")
 
-    # Eigen alone, for the kernel core, which must not see TensorFlow's
+    # Eigen alone, for the portable kernels, which must not see TensorFlow's
     # headers.
     ctx.symlink(env["TF_HEADER_DIR"] + "/Eigen", "eigen/Eigen")
     ctx.symlink(env["TF_HEADER_DIR"] + "/unsupported", "eigen/unsupported")
@@ -84,7 +84,7 @@ cc_library(
     includes = ["include"],
 )
 
-# Eigen (header-only) without TensorFlow's headers: the kernel core's only
+# Eigen (header-only) without TensorFlow's headers: the portable kernels' only
 # dependency besides the C++ and CUDA runtimes.
 cc_library(
     name = "eigen_header_lib",

@@ -4,7 +4,7 @@
 unless a transition sets it to a release of TF_RELEASES (@tf_2_NN, headers
 from tools/fetch_tf_headers.py's cache). The aliases here pick that
 release's headers and libraries; the glue (tfco_cc_library and the op
-libraries) depends on them, the kernel core does not.
+libraries) depends on them, the portable kernels do not.
 """
 
 load("@local_config_tf//:build_defs.bzl", "TF_CC_LIBRARY_NAME", "TF_SHARED_LIBRARY_NAME")

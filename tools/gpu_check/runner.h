@@ -30,7 +30,7 @@ inline void Check(cudaError_t status, const char* what) {
   }
 }
 
-// The stream every kernel runs on, as the kernel core's device.
+// The stream every kernel runs on, as the portable kernels' device.
 class GPUDevice {
  public:
   explicit GPUDevice(cudaStream_t stream)
@@ -46,7 +46,7 @@ class GPUDevice {
   TfcoDevice device_;
 };
 
-// Throws the kernel core's error, if any.
+// Throws the portable kernels' error, if any.
 inline void CheckCore(TfcoError error) {
   if (error != nullptr) throw std::runtime_error(error);
 }

@@ -11,7 +11,7 @@ into the wheel, and copies it there.
 EXPORTS are TensorFlow's shared libraries, or the `.symbols.gz` lists of the
 names they export (tools/fetch_tf_headers.py). An undefined symbol without a
 version, or with TensorFlow's (`tensorflow`), must be one of those names or
-the kernel core's C interface (Tfco*); versioned ones (GLIBC_, GLIBCXX_, ...)
+the portable kernels' C interface (Tfco*); versioned ones (GLIBC_, GLIBCXX_, ...)
 come from the system's libraries.
 """
 

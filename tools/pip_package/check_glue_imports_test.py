@@ -1,5 +1,5 @@
 """check_glue_imports.py refuses a glue that imports a symbol its TensorFlow
-does not export, and lets through the C library's and the kernel core's."""
+does not export, and lets through the C library's and the portable kernels'."""
 
 import gzip
 import os

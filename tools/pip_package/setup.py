@@ -70,9 +70,9 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     packages=setuptools.find_packages(exclude=["*.kernel_tests", "*.kernel_tests.*"]),
     package_data={
-        # The kernel core, and a folder of op libraries per TensorFlow
+        # The portable kernels, and a folder of op libraries per TensorFlow
         # release.
-        "tensorflow_customops.python.ops": ["_custom_ops_core.so", "tf*/*.so"]
+        "tensorflow_customops.python.ops": ["_portable_kernels.so", "tf*/*.so"]
     },
     # No requirement on TensorFlow: it comes as tensorflow, tensorflow-cpu or
     # a build of one's own, and pip must never replace the one installed.

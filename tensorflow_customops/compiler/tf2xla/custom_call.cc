@@ -1,6 +1,6 @@
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
 
-// Which custom calls this build's lowerings make into the kernel core: 0
+// Which custom calls this build's lowerings make into the portable kernels: 0
 // none, 1 typed FFI, 2 legacy; the package reports it in build_info().
 extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
   return TFCO_XLA_FFI ? 1 : TFCO_XLA_LEGACY_CALLS ? 2 : 0;
@@ -37,10 +37,10 @@ namespace customops {
 CustomCallChoice::CustomCallChoice(OpKernelConstruction* context,
                                    bool gpu_handlers)
     : on_gpu_(context->device_type().type_string() == DEVICE_GPU_XLA_JIT),
-      // TFCO_CUDA: the kernel core built with this library has CUDA kernels;
-      // they may still be unable to run here (an old driver, a GPU without
-      // code), and then the GPU lowers to HLO as the OpKernels fall back to
-      // the CPU (docs/gpu.md).
+      // TFCO_CUDA: the portable kernels built with this library have CUDA
+      // kernels; they may still be unable to run here (an old driver, a GPU
+      // without code), and then the GPU lowers to HLO as the OpKernels fall
+      // back to the CPU (docs/gpu.md).
       has_handler_(context->device_type().type_string() == DEVICE_CPU_XLA_JIT ||
                    (on_gpu_ && gpu_handlers && TFCO_CUDA && TFCO_XLA_FFI &&
                     TfcoGetGpuSupport()->usable)) {

@@ -1,7 +1,7 @@
-// Lowerings that call the kernel core (core/kernels/portable/api.h) from XLA: a
-// custom call whose handler runs the regular kernels' functor, on the host on
-// TensorFlow's intra-op pool and, with typed FFI and --config=cuda, on CUDA
-// on XLA's stream, so compiled code computes what the regular kernels
+// Lowerings that call the portable kernels (core/kernels/portable/api.h) from
+// XLA: a custom call whose handler runs the regular kernels' functor, on the
+// host on TensorFlow's intra-op pool and, with typed FFI and --config=cuda, on
+// CUDA on XLA's stream, so compiled code computes what the regular kernels
 // compute, at their speed, and raises their errors.
 //
 // Typed FFI needs XLA's FFI headers and the FFI registry's accessor, which
@@ -46,7 +46,7 @@
 
 #define TFCO_XLA_CUSTOM_CALLS (TFCO_XLA_FFI || TFCO_XLA_LEGACY_CALLS)
 
-// Defined (1) where the kernel core has CUDA kernels (--config=cuda).
+// Defined (1) where the portable kernels have CUDA kernels (--config=cuda).
 #ifndef TFCO_CUDA
 #define TFCO_CUDA 0
 #endif
@@ -128,7 +128,7 @@ bool HasOtherDynamicDimensions(XlaOpKernelContext* context,
                                absl::Span<const int> rows);
 
 // TensorFlow's intra-op pool, which XLA gives a handler (which a legacy call
-// takes from its compilation), as the kernel core's device.
+// takes from its compilation), as the portable kernels' device.
 class FfiCoreDevice {
  public:
   explicit FfiCoreDevice(ffi::ThreadPool pool);
@@ -142,12 +142,12 @@ class FfiCoreDevice {
   TfcoDevice device_;
 };
 
-// The kernel core's name of an FFI element type; false for the others.
+// The portable kernels' name of an FFI element type; false for the others.
 bool CoreDtypeOf(ffi::DataType type, TfcoDtype* dtype);
 
 // `status` as an FFI error (same code and message), or success.
 ffi::Error FfiError(const Status& status);
-// A kernel core's failure as an Internal error.
+// A failure of the portable kernels as an Internal error.
 ffi::Error FfiCoreError(TfcoError error);
 
 }  // namespace customops
@@ -160,7 +160,7 @@ ffi::Error FfiCoreError(TfcoError error);
 namespace tensorflow {
 namespace customops {
 
-// The kernel core's device of XLA's CUDA stream (a handler's
+// The portable kernels' device of XLA's CUDA stream (a handler's
 // PlatformStream).
 inline TfcoDevice StreamDevice(void* stream) {
   return TfcoDevice{nullptr, stream};

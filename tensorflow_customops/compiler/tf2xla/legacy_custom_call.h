@@ -1,4 +1,4 @@
-// Legacy custom calls into the kernel core, for TensorFlow 2.12 to 2.19,
+// Legacy custom calls into the portable kernels, for TensorFlow 2.12 to 2.19,
 // whose XLA has no typed FFI but exports the legacy registry
 // (xla::CustomCallTargetRegistry) in every release.
 //

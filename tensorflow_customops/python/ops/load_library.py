@@ -184,7 +184,7 @@ def xla_custom_calls():
     return xla_custom_call_api() != ""
 
 
-CORE_LIBRARY_NAME = "_custom_ops_core.so"
+PORTABLE_LIBRARY_NAME = "_portable_kernels.so"
 
 
 class _GpuSupport(ctypes.Structure):
@@ -208,7 +208,7 @@ def _cuda_version(version):
 @functools.cache
 def gpu_support():
     """Whether the op library registered its GPU kernels, and why not: the
-    kernel core's decision (docs/gpu.md), made when the op library loaded.
+    portable kernels' decision (docs/gpu.md), made when the op library loaded.
 
     Returns a dict: `gpu_kernels` (bool), `gpu_kernels_reason` ("" when
     registered), `cuda_runtime_version` (the CUDA runtime the GPU kernels
@@ -218,7 +218,7 @@ def gpu_support():
     kernels.
     """
     load_op_library()
-    core = ctypes.CDLL(os.path.join(os.path.dirname(__file__), CORE_LIBRARY_NAME))
+    core = ctypes.CDLL(os.path.join(os.path.dirname(__file__), PORTABLE_LIBRARY_NAME))
     core.TfcoGetGpuSupport.restype = ctypes.POINTER(_GpuSupport)
     support = core.TfcoGetGpuSupport().contents
     return {

@@ -1,4 +1,4 @@
-/* The C interface of the kernel core, _custom_ops_core.so.
+/* The C interface of the kernel core, _portable_kernels.so.
  *
  * The core holds every CPU and CUDA kernel of the library. It includes no
  * TensorFlow header and links no TensorFlow library, so it is compiled once

@@ -1,8 +1,8 @@
 """Properties of the built libraries that users depend on at install time:
-the op library (the glue, built for one TensorFlow) finds the kernel core
-beside it, the kernel core needs no TensorFlow library and exports its C
+the op library (the glue, built for one TensorFlow) finds the portable kernels
+beside it, the portable kernels need no TensorFlow library and export their C
 interface only, nothing points into the build tree, the CUDA runtime (under
---config=cuda) is inside the kernel core and private, and GPU code is present
+--config=cuda) is inside the portable kernels and private, and GPU code is present
 exactly when build_info() says so."""
 
 import os
@@ -13,9 +13,9 @@ import tensorflow as tf
 import tensorflow_customops as tfco
 from tensorflow_customops.python.ops import load_library
 
-# The kernel core serves every release's op library, from the folder above
+# The portable kernels serve every release's op library, from the folder above
 # theirs (in a wheel) or beside the one a Bazel build makes.
-_CORE = os.path.join(os.path.dirname(load_library.__file__), "_custom_ops_core.so")
+_CORE = os.path.join(os.path.dirname(load_library.__file__), "_portable_kernels.so")
 
 
 def _readelf(path, *args):
@@ -50,7 +50,7 @@ class CustomOpLibraryTest(tf.test.TestCase):
     def test_op_library_needs_tensorflow_and_the_core(self):
         needed = _needed(load_library.library_path())
         self.assertIn("libtensorflow_framework.so.2", needed)
-        self.assertIn("_custom_ops_core.so", needed)
+        self.assertIn("_portable_kernels.so", needed)
         runpath = [
             line.split("[", 1)[1].rstrip("]")
             for line in _readelf(load_library.library_path(), "--dynamic").splitlines()

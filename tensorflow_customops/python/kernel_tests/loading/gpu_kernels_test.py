@@ -1,7 +1,7 @@
 """The GPU kernels are registered only where they can run (docs/gpu.md,
 "Driver and architecture"): here, with no NVIDIA driver, never; on machines
 given by the test hook (TFCO_FAKE_CUDA_DRIVER_VERSION, TFCO_FAKE_CUDA_DEVICES),
-exactly as the kernel core decides. Each such machine is a process of its own:
+exactly as the portable kernels decide. Each such machine is a process of its own:
 the decision is made once, when the op library loads."""
 
 import ctypes

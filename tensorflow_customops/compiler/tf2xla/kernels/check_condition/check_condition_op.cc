@@ -5,7 +5,7 @@
 // A condition XLA can evaluate when it compiles (one computed from static
 // shapes) is checked then, on every lowering and device: false fails the
 // compilation with the message. Otherwise, where the lowerings can call the
-// kernel core (custom_call.h), a custom call of the condition, reduced to
+// portable kernels (custom_call.h), a custom call of the condition, reduced to
 // one bool, checks it when the program runs and raises the message (typed
 // FFI, TensorFlow 2.20 and newer; a legacy call on 2.12 to 2.19, whose
 // failure XLA raises as an Internal error "CustomCall failed: <message>").

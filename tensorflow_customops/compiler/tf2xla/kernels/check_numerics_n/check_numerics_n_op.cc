@@ -1,5 +1,5 @@
 // CustomOps>CheckNumericsN under XLA. Its contract is an error when a value
-// is NaN or Inf. Where the lowerings can call the kernel core
+// is NaN or Inf. Where the lowerings can call the portable kernels
 // (custom_call.h), the op is a custom call that runs the regular kernel's
 // check and raises its error, its outputs the inputs' buffers. Elsewhere a
 // compiled program could not raise one at run time, and passing the tensors

@@ -1,5 +1,5 @@
 // DeformableConv2d's custom-call lowerings (custom_call.h): the op and its
-// gradient op each become one call into the kernel core's entry point that
+// gradient op each become one call into the portable kernels' entry point that
 // the regular kernel runs. There is nothing to check in the data (every
 // offset and mask value has a defined result), so the calls raise nothing
 // the regular kernels would.

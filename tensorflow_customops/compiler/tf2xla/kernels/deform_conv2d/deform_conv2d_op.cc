@@ -246,7 +246,7 @@ xla::XlaOp Dot(const Call& c, xla::XlaOp lhs, xla::XlaOp rhs,
 
 // Compiles the call `c` as a custom call where one applies
 // (deformable_conv2d_custom_call.h); true if it did, or if the call is too
-// large for the kernel core (the error is set).
+// large for the portable kernels (the error is set).
 bool CompiledAsCustomCall(XlaOpKernelContext* context, const Call& c,
                           const dc::DeformConvCustomCall& custom_call,
                           bool grad) {

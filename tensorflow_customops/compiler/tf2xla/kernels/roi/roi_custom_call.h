@@ -1,5 +1,5 @@
 // The RoI ops' custom-call lowerings (custom_call.h): each RoI op and
-// gradient op becomes one call into the kernel core's entry point that its
+// gradient op becomes one call into the portable kernels' entry point that its
 // regular kernel runs. On the host (roi_custom_call_host.cc) the boxes (and
 // argmax) get the regular kernels' checks, which raise their errors; on CUDA
 // (typed FFI, roi_custom_call_gpu.cc) a box that fails them gives zeros, as

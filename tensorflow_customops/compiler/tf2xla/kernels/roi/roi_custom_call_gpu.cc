@@ -1,5 +1,5 @@
 // The RoI custom calls' handlers on CUDA (typed FFI, TensorFlow 2.20 and
-// newer, --config=cuda): they run the kernel core on XLA's stream.
+// newer, --config=cuda): they run the portable kernels on XLA's stream.
 
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call_handlers.h"
 

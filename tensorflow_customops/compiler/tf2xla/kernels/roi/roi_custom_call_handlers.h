@@ -1,8 +1,8 @@
 // What the RoI ops' custom calls share between their lowering
 // (roi_custom_call.cc) and their handlers on the host (roi_custom_call_host.cc)
 // and on CUDA (roi_custom_call_gpu.cc): the targets, the layout of the
-// attributes, the decoded call and the calls into the kernel core. Only those
-// files include it.
+// attributes, the decoded call and the calls into the portable kernels. Only
+// those files include it.
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_HANDLERS_H_
 #define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_HANDLERS_H_

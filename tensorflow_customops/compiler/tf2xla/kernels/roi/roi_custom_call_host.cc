@@ -1,7 +1,7 @@
 // The RoI custom calls' handlers on the host: typed FFI from TensorFlow 2.20,
 // legacy custom calls on 2.12 to 2.19 (custom_call.h). They check the boxes
 // (and argmax) as the regular kernels do, raising their errors, and run the
-// kernel core on TensorFlow's intra-op pool.
+// portable kernels on TensorFlow's intra-op pool.
 
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call_handlers.h"
 

@@ -1,8 +1,8 @@
 // CustomOps>RoiBoxCounts under XLA. The shapes are known when XLA compiles,
 // so the image-count errors are raised then, on every lowering. The counts'
 // values are known only when the program runs: where the lowerings can call
-// the kernel core (custom_call.h), the op is a custom call that checks them
-// as the regular kernel does and raises its error, its output the input's
+// the portable kernels (custom_call.h), the op is a custom call that checks
+// them as the regular kernel does and raises its error, its output the input's
 // buffer (typed FFI, TensorFlow 2.20 and newer; a legacy call on 2.12 to
 // 2.19, whose failure XLA raises as an Internal error "CustomCall failed:
 // <message>"). Elsewhere (the GPU, TFCO_XLA_LOWERING=hlo) a compiled program
