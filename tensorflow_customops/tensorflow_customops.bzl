@@ -385,10 +385,11 @@ def tfco_portable_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = 
         deps = [dep + "_api" for dep in deps],
     )
 
-def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], gpu_functor = True):
-    """An op's kernels, in four files (CONTRIBUTING.md, "Layers"):
+def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], functors = True):
+    """An op's kernels, in five files (CONTRIBUTING.md, "Layers"):
       name.h            the portable entry points and (portable only) the functor
-      name_cpu.cc       the CPU functor and the entry points (portable kernels)
+      name_entry.cc     the entry points, which pick the functor by the device
+      name_cpu.cc       the CPU functor (portable kernels)
       name_gpu.cu.cc    the GPU functor (portable kernels)
       name.cc           the OpKernels and their registrations (glue)
     Defines name + "_core" (tfco_portable_library) and name (the glue).
@@ -399,14 +400,15 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], g
       hdrs: further portable headers.
       deps: further tfco_portable_library targets (portable:device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
-      gpu_functor: False for an op whose GPU kernels run its CPU code on
-        host memory, which has no name_gpu.cu.cc.
+      functors: False for an op whose entry point runs one loop on the host
+        on every device (values in host memory): no name_cpu.cc and no
+        name_gpu.cu.cc.
     """
     tfco_portable_library(
         name = name + "_core",
-        srcs = [name + "_cpu.cc"] + srcs,
+        srcs = [name + "_entry.cc"] + ([name + "_cpu.cc"] if functors else []) + srcs,
         hdrs = [name + ".h"] + hdrs,
-        gpu_srcs = [name + "_gpu.cu.cc"] if gpu_functor else [],
+        gpu_srcs = [name + "_gpu.cu.cc"] if functors else [],
         api_hdrs = [name + ".h"],
         deps = [_KERNELS + "portable:device"] + deps,
     )

@@ -1,5 +1,4 @@
-// CPU kernels of CustomOps>DeformableConv2d and its gradient op, and the
-// core's entry points for them.
+// CPU kernels of CustomOps>DeformableConv2d and its gradient op.
 //
 // Both passes walk the output pixels of all images in blocks. A block's
 // column buffer holds, per pixel, the C * kh * kw masked bilinear samples
@@ -311,41 +310,12 @@ struct DeformableConv2dGrad<CPUDevice, T> {
   }
 };
 
+#define DEFINE_CPU_SPEC(T)                        \
+  template struct DeformableConv2d<CPUDevice, T>; \
+  template struct DeformableConv2dGrad<CPUDevice, T>;
+TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
+#undef DEFINE_CPU_SPEC
+
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoDeformableConv2d(const TfcoDevice* device,
-                                          TfcoDtype dtype,
-                                          const TfcoDeformConv2dArgs* args,
-                                          const void* input, const void* filter,
-                                          const void* offset, const void* mask,
-                                          void* output) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      "DeformableConv2d", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        functor::DeformableConv2d<std::decay_t<decltype(d)>, T>()(
-            d, *args, static_cast<const T*>(input),
-            static_cast<const T*>(filter), static_cast<const T*>(offset),
-            static_cast<const T*>(mask), static_cast<T*>(output));
-      });
-}
-
-extern "C" TfcoError TfcoDeformableConv2dGrad(
-    const TfcoDevice* device, TfcoDtype dtype, const TfcoDeformConv2dArgs* args,
-    const void* input, const void* filter, const void* offset, const void* mask,
-    const void* grad_output, void* grad_input, void* grad_filter,
-    void* grad_offset, void* grad_mask) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      "DeformableConv2dGrad", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        functor::DeformableConv2dGrad<std::decay_t<decltype(d)>, T>()(
-            d, *args, static_cast<const T*>(input),
-            static_cast<const T*>(filter), static_cast<const T*>(offset),
-            static_cast<const T*>(mask), static_cast<const T*>(grad_output),
-            static_cast<T*>(grad_input), static_cast<T*>(grad_filter),
-            static_cast<T*>(grad_offset), static_cast<T*>(grad_mask));
-      });
-}
