@@ -8,6 +8,7 @@
 #include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
+#include "tensorflow_customops/core/kernels/roi/roi_sampling.h"
 
 namespace tensorflow {
 namespace customops {

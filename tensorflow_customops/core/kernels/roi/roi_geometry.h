@@ -46,7 +46,7 @@ constexpr int kMaxGrid = 2147483647;
 // The adaptive sampling grid for a bin `extent` pixels long: its ceiling, as
 // torchvision's, clamped before the conversion to int, which is undefined out
 // of range (or for NaN). However large, only the samples that can land on the
-// map are visited (SampleRange in roi_align_op.h).
+// map are visited (SampleRange in roi_sampling.h).
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
   const A grid = std::ceil(extent);
