@@ -57,7 +57,7 @@ TFCO_OPS = {
 
 def tfco_kernels(suffix = ""):
     """The label of every kernel library in TFCO_OPS, plus `suffix`
-    ("_core": its kernel core)."""
+    ("_core": its portable kernels)."""
     return [
         "//tensorflow_customops/core/kernels/%s:%s%s" % (family, kernel, suffix)
         for family, kernels in TFCO_OPS.items()
@@ -96,7 +96,7 @@ _TF_ABI_COPTS = [
     "-DEIGEN_MAX_ALIGN_BYTES=%d" % TF_EIGEN_MAX_ALIGN_BYTES,
 ]
 
-# Flags of every host-compiled source, glue and kernel core alike.
+# Flags of every host-compiled source, glue and portable kernels alike.
 _BASE_COPTS = [
     "-fPIC",
     "-Wall",
@@ -139,7 +139,7 @@ _COPTS = _HOST_COPTS + select({
     "//conditions:default": [],
 })
 
-# The kernel core (core/kernels/portable/api.h) sees Eigen and no TensorFlow
+# The portable kernels (core/kernels/portable/api.h) sees Eigen and no TensorFlow
 # header, so it is compiled once for every TensorFlow release; it exports its
 # C interface only. TensorFlow aligns every buffer to 64 bytes, which the
 # core's aligned Eigen maps assume.
@@ -158,7 +158,7 @@ _CORE_COPTS = _CORE_DEFINES + [
 
 # XLA's headers include highwayhash and farmhash by paths relative to these
 # folders of TensorFlow's include tree. The lowerings include no CUDA header:
-# their GPU custom calls hand XLA's stream to the kernel core.
+# their GPU custom calls hand XLA's stream to the portable kernels.
 _XLA_INCLUDES = [
     "-isystem external/{repo}/include/external/highwayhash",
     "-isystem external/{repo}/include/external/farmhash_archive/src",
@@ -168,7 +168,7 @@ _XLA_COPTS = _HOST_COPTS + release_select(
     _XLA_INCLUDES,
     TF_RELEASES,
 ) + select({
-    # The kernel core has CUDA kernels, which the custom calls may run.
+    # The portable kernels have CUDA kernels, which the custom calls may run.
     _USING_CUDA: ["-DTFCO_CUDA=1"],
     "//conditions:default": [],
 })
@@ -211,7 +211,7 @@ def _cuda_code_lines(capabilities):
     ]
 
 def tfco_cuda_code_header(name, out):
-    """Generates the header that tells the kernel core which code the CUDA
+    """Generates the header that tells the portable kernels which code the CUDA
     compiler wrote for it (_gencode_flags, _clang_cuda_arch_flags):
     TFCO_CUDA_SASS, the architectures of its cubins (75 for sm_75), and
     TFCO_CUDA_PTX, its PTX's (0 for none).
@@ -279,7 +279,7 @@ def _clang_cuda_command(src):
     ])
 
 def _nvcc_objects(name, gpu_srcs, hdrs):
-    """One genrule per .cu.cc file of the kernel core, compiled by nvcc
+    """One genrule per .cu.cc file of the portable kernels, compiled by nvcc
     (--config=cuda) or clang 16 (--config=cuda12); built only when --config
     needs it."""
     objects = []
@@ -343,12 +343,12 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     )
 
 def tfco_portable_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = [], deps = []):
-    """Kernel core: CPU and CUDA kernels that include no TensorFlow header
+    """Portable kernels: CPU and CUDA kernels that include no TensorFlow header
     (core/kernels/portable/api.h), compiled once for every TensorFlow release.
 
     Also defines name + "_api", the headers in api_hdrs alone, which is what
     the glue may depend on: the core's code reaches it through the shared
-    kernel core library only.
+    portable kernels library only.
 
     Args:
       name: target name.
@@ -385,10 +385,11 @@ def tfco_portable_library(name, srcs = [], hdrs = [], gpu_srcs = [], api_hdrs = 
         deps = [dep + "_api" for dep in deps],
     )
 
-def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], gpu_functor = True):
-    """An op's kernels, in four files (CONTRIBUTING.md, "Layers"):
+def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], functors = True):
+    """An op's kernels, in five files (CONTRIBUTING.md, "Layers"):
       name.h            the portable entry points and (portable only) the functor
-      name_cpu.cc       the CPU functor and the entry points (portable kernels)
+      name_entry.cc     the entry points, which pick the functor by the device
+      name_cpu.cc       the CPU functor (portable kernels)
       name_gpu.cu.cc    the GPU functor (portable kernels)
       name.cc           the OpKernels and their registrations (glue)
     Defines name + "_core" (tfco_portable_library) and name (the glue).
@@ -399,14 +400,15 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], g
       hdrs: further portable headers.
       deps: further tfco_portable_library targets (portable:device is always one).
       glue_deps: further tfco_cc_library targets of the glue.
-      gpu_functor: False for an op whose GPU kernels run its CPU code on
-        host memory, which has no name_gpu.cu.cc.
+      functors: False for an op whose entry point runs one loop on the host
+        on every device (values in host memory): no name_cpu.cc and no
+        name_gpu.cu.cc.
     """
     tfco_portable_library(
         name = name + "_core",
-        srcs = [name + "_cpu.cc"] + srcs,
+        srcs = [name + "_entry.cc"] + ([name + "_cpu.cc"] if functors else []) + srcs,
         hdrs = [name + ".h"] + hdrs,
-        gpu_srcs = [name + "_gpu.cu.cc"] if gpu_functor else [],
+        gpu_srcs = [name + "_gpu.cu.cc"] if functors else [],
         api_hdrs = [name + ".h"],
         deps = [_KERNELS + "portable:device"] + deps,
     )
@@ -562,7 +564,7 @@ def tfco_with_xla(items):
 def _framework_linked(rule, deps, tf_cc = False, **kwargs):
     libraries = [_TF_FRAMEWORK] + ([_TF_CC] if tf_cc else [])
     rule(
-        # Linked statically: the kernel core's symbols are hidden, so its
+        # Linked statically: the portable kernels' symbols are hidden, so its
         # libraries cannot be linked as shared objects (Bazel's default for
         # tests).
         linkstatic = 1,
@@ -606,7 +608,7 @@ def tfco_cc_binary(name, srcs, deps = [], tf_cc = False, **kwargs):
 def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
     """A CUDA program that runs the library's GPU kernels without TensorFlow.
 
-    gpu_srcs are compiled by nvcc. Of each kernel only its kernel core is
+    gpu_srcs are compiled by nvcc. Of each kernel only its portable part is
     linked, not the op registrations, so no TensorFlow library is needed;
     the CUDA runtime, libstdc++ and libgcc are linked statically, so the
     executable runs on any machine with an NVIDIA driver.
@@ -615,7 +617,7 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
     Args:
       name: binary name.
       gpu_srcs: *.cu.cc files with the program's host and device code.
-      kernels: tfco_kernel_library names; their kernel cores are linked.
+      kernels: tfco_kernel_library names; their portable kernelss are linked.
       deps: host tfco_portable_library targets.
       **kwargs: passed to cc_binary (visibility, ...).
     """
@@ -763,7 +765,7 @@ _release_glues = rule(
 
 def tfco_release_glues(name, libs):
     """The glue libraries `libs` for every TensorFlow release the wheel
-    carries, each in a folder tfM_N beside the kernel core: the installed
+    carries, each in a folder tfM_N beside the portable kernels: the installed
     TensorFlow's, and those of the releases named by
     --//third_party/tf:wheel_releases=2.12,2.13,... (built with their cached
     headers). Every glue's TensorFlow imports are checked against what its
@@ -787,7 +789,7 @@ _CUDART_CUDA12_ARCHIVE = "@local_config_tf//:cudart_static_archive_cuda12"
 def tfco_cudart_library(name, **kwargs):
     """The CUDA runtime (nvcc's, or CUDA 12.9's under --config=cuda12), linked statically, with its calls into glibc bound
     to versions glibc 2.17 has (tools/glibc_compat.py says why), so that the
-    kernel core keeps the glibc floor of the rest of the wheel.
+    portable kernels keep the glibc floor of the rest of the wheel.
 
     Args:
       name: target name.

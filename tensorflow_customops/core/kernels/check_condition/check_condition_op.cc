@@ -1,6 +1,6 @@
 // The OpKernels of CustomOps>CheckCondition, which check the condition with
-// the kernel core's TfcoCheckCondition (check_condition_op_cpu.cc) and pass
-// the values through without copying them.
+// the portable kernels' TfcoCheckCondition (check_condition_op_entry.cc) and
+// pass the values through without copying them.
 
 #include "tensorflow_customops/core/kernels/check_condition/check_condition_op.h"
 

@@ -1,4 +1,4 @@
-// CustomOps>CheckCondition in the kernel core: its entry point, for the
+// CustomOps>CheckCondition in the portable kernels: its entry point, for the
 // OpKernels (check_condition_op.cc) and the XLA custom call
 // (compiler/tf2xla/kernels/check_condition_op.cc).
 

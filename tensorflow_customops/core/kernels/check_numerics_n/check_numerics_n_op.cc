@@ -1,5 +1,5 @@
-// The OpKernels of CustomOps>CheckNumericsN, which run the kernel core's
-// TfcoNumericFlags (check_numerics_n_op_cpu.cc, check_numerics_n_op_gpu.cu.cc).
+// The OpKernels of CustomOps>CheckNumericsN, which run the portable kernels'
+// TfcoNumericFlags (check_numerics_n_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/check_numerics_n/check_numerics_n_op.h"
 

@@ -1,4 +1,4 @@
-// CustomOps>CheckNumericsN in the kernel core: its entry point, for the
+// CustomOps>CheckNumericsN in the portable kernels: its entry point, for the
 // OpKernel (check_numerics_n_op.cc), and, for the core's own sources, its
 // functor.
 

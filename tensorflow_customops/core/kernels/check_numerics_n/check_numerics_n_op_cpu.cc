@@ -1,4 +1,4 @@
-// CPU kernel of CustomOps>CheckNumericsN, and the core's entry point for it.
+// CPU kernel of CustomOps>CheckNumericsN.
 
 #include <atomic>
 #include <cstring>
@@ -29,41 +29,10 @@ struct NumericFlags<CPUDevice, T> {
   }
 };
 
+#define DEFINE_CPU_SPEC(T) template struct NumericFlags<CPUDevice, T>;
+TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
+#undef DEFINE_CPU_SPEC
+
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoNumericFlags(const TfcoDevice* device, int n,
-                                      const TfcoDtype* dtypes,
-                                      const void* const* tensors,
-                                      const int64_t* sizes, int* scratch,
-                                      int* flags) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunOnDevice("CheckNumericsN", device, [&](const auto& d) {
-    typedef std::decay_t<decltype(d)> Device;
-    constexpr bool kOnCpu = std::is_same<Device, CPUDevice>::value;
-    int* out = kOnCpu ? flags : scratch;
-    if constexpr (kOnCpu) {
-      std::memset(flags, 0, n * sizeof(int));
-    } else {
-      ZeroGpuMemory(d, scratch, n * sizeof(int));
-    }
-    for (int i = 0; i < n; ++i) {
-      if (sizes[i] == 0) continue;
-      auto check = [&](auto t) {
-        typedef decltype(t) T;
-        functor::NumericFlags<Device, T>()(
-            d,
-            typename TTypes<T>::ConstFlat(static_cast<const T*>(tensors[i]),
-                                          sizes[i]),
-            out + i);
-      };
-      if (!ForDtype(FloatTypes(), dtypes[i], check)) {
-        NoKernelFor("CheckNumericsN", dtypes[i]);
-        return;
-      }
-    }
-    if constexpr (!kOnCpu)
-      CopyToHostAndWait(d, flags, scratch, n * sizeof(int));
-  });
-}

@@ -1,7 +1,7 @@
 // The OpKernels of CustomOps>ClipByGlobalNorm and
-// CustomOps>ClipByGlobalNormGrad, which run the kernel core's
+// CustomOps>ClipByGlobalNormGrad, which run the portable kernels'
 // TfcoClipByGlobalNorm and TfcoClipByGlobalNormGrad
-// (clip_by_global_norm_op_cpu.cc, clip_by_global_norm_op_gpu.cu.cc).
+// (clip_by_global_norm_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/clip_by_global_norm/clip_by_global_norm_op.h"
 

@@ -1,6 +1,6 @@
 // The OpKernels of CustomOps>DeformableConv2d and its gradient op, which
-// validate every input and run the kernel core's TfcoDeformableConv2d and
-// TfcoDeformableConv2dGrad (deform_conv2d_op_cpu.cc, _gpu.cu.cc).
+// validate every input and run the portable kernels' TfcoDeformableConv2d and
+// TfcoDeformableConv2dGrad (deform_conv2d_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 

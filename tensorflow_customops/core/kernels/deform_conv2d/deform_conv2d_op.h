@@ -1,4 +1,4 @@
-// CustomOps>DeformableConv2d and its gradient op in the kernel core: their
+// CustomOps>DeformableConv2d and its gradient op in the portable kernels: their
 // entry points, for the OpKernels (deform_conv2d_op.cc), and, for the
 // core's own sources, their functors.
 

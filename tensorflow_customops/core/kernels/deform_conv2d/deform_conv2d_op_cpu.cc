@@ -1,5 +1,4 @@
-// CPU kernels of CustomOps>DeformableConv2d and its gradient op, and the
-// core's entry points for them.
+// CPU kernels of CustomOps>DeformableConv2d and its gradient op.
 //
 // Both passes walk the output pixels of all images in blocks. A block's
 // column buffer holds, per pixel, the C * kh * kw masked bilinear samples
@@ -8,6 +7,7 @@
 // gradient from two GEMMs, scatters the column gradient onto the input
 // (col2im) and reduces it against the sampled corners for the offset and
 // mask gradients.
+// The sampling loops are in deform_conv2d_cpu_sampling.cc.
 //
 // Determinism: blocks run in order, each element of a result is summed by
 // one thread in an order fixed by the geometry alone, and the GEMMs sum in
@@ -17,14 +17,13 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_cpu_sampling.h"
 #include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_op.h"
 #include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_cpu_gemm.h"
-#include "tensorflow_customops/core/kernels/portable/cpu_simd.h"
 
 namespace tensorflow {
 namespace customops {
@@ -34,161 +33,18 @@ namespace {
 // packed copies and the output block) is kept within this many bytes; a
 // block is never smaller than one pixel.
 constexpr int64_t kBlockScratchBytes = int64_t{64} << 20;
-// Channels per unit of the input gradient's scatter.
-constexpr int64_t kSegmentChannels = 64;
 
 template <typename A>
 using Buffer = std::vector<A, Eigen::aligned_allocator<A>>;
 
-using deform_conv2d::Sample;
 using deform_conv2d::Strides;
-
-// The sizes every loop derives from the arguments.
-struct Shape {
-  explicit Shape(const TfcoDeformConv2dArgs& a)
-      : args(a),
-        taps(a.kh * a.kw),
-        cg(a.c / a.groups),
-        og(a.o / a.groups),
-        kg(a.kh * a.kw * (a.c / a.groups)),
-        cog(a.c / a.offset_groups),
-        plane(a.ho * a.wo),
-        pixels(a.n * a.ho * a.wo),
-        input(deform_conv2d::InputStrides(a)) {}
-  // (image, pixel, channel) strides of a map of `channels` channels over the
-  // output pixels: offset, mask, output.
-  Strides Map(int64_t channels) const {
-    return deform_conv2d::MapStrides(args, channels);
-  }
-
-  const TfcoDeformConv2dArgs& args;
-  int64_t taps, cg, og, kg, cog, plane, pixels;
-  Strides input;
-};
-
-// A run of channels [c0, c1) within one offset group and one group, so that
-// they share a sample position and a contiguous stretch of the columns.
-struct Segment {
-  int64_t c0, c1, offset_group, group;
-};
-
-std::vector<Segment> Segments(const Shape& s) {
-  std::vector<Segment> segments;
-  for (int64_t c0 = 0; c0 < s.args.c;) {
-    const int64_t c1 =
-        std::min({(c0 / s.cog + 1) * s.cog, (c0 / s.cg + 1) * s.cg,
-                  c0 + kSegmentChannels});
-    segments.push_back({c0, c1, c0 / s.cog, c0 / s.cg});
-    c0 = c1;
-  }
-  return segments;
-}
-
-// out[c] = m * (sum of the valid corners' weight * value) for n channels of
-// stride `stride` from `in`; torchvision's bilinear sum, in its order.
-template <typename T, typename A>
-TFCO_INLINE_INTO_CLONES void FillSamples(A* __restrict__ out,
-                                         const T* __restrict__ in,
-                                         const Sample<A>& s, A m,
-                                         int64_t stride, int64_t n) {
-  const T* v0 = in + s.offset[0];
-  const T* v1 = in + s.offset[1];
-  const T* v2 = in + s.offset[2];
-  const T* v3 = in + s.offset[3];
-  const A w0 = s.weight[0], w1 = s.weight[1], w2 = s.weight[2],
-          w3 = s.weight[3];
-  if (s.all_valid() && stride == 1) {
-    for (int64_t c = 0; c < n; ++c) {
-      out[c] = m * (w0 * static_cast<A>(v0[c]) + w1 * static_cast<A>(v1[c]) +
-                    w2 * static_cast<A>(v2[c]) + w3 * static_cast<A>(v3[c]));
-    }
-    return;
-  }
-  for (int64_t c = 0; c < n; ++c) {
-    out[c] = m * deform_conv2d::Bilinear<T, A>(s, in + c * stride);
-  }
-}
-
-// out[c * stride] += g[c] * w for n channels.
-template <typename A>
-TFCO_INLINE_INTO_CLONES void Scatter(A* __restrict__ out,
-                                     const A* __restrict__ g, A w,
-                                     int64_t stride, int64_t n) {
-  if (stride == 1) {
-    for (int64_t c = 0; c < n; ++c) out[c] += g[c] * w;
-    return;
-  }
-  for (int64_t c = 0; c < n; ++c) out[c * stride] += g[c] * w;
-}
-
-// For a sample whose four corners are on the map, over n channels of stride
-// 1: sums[0], sums[1] += the slopes of each channel's bilinear sum along y
-// and x (torchvision's coordinate weights) times g, sums[2] += its value
-// times g. kLanes interleaved partial sums, added in a fixed order, let the
-// loop vectorise; the order depends on n alone.
-constexpr int kLanes = 16;
-template <typename T, typename A>
-TFCO_INLINE_INTO_CLONES void SlopeSums(const T* __restrict__ in,
-                                       const Sample<A>& s,
-                                       const A* __restrict__ g, int64_t n,
-                                       A* sums) {
-  const T* v0 = in + s.offset[0];
-  const T* v1 = in + s.offset[1];
-  const T* v2 = in + s.offset[2];
-  const T* v3 = in + s.offset[3];
-  const A ly = s.ly, lx = s.lx, hy = A(1) - s.ly, hx = A(1) - s.lx;
-  const A w0 = s.weight[0], w1 = s.weight[1], w2 = s.weight[2],
-          w3 = s.weight[3];
-  A sy[kLanes] = {}, sx[kLanes] = {}, sm[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const A a0 = static_cast<A>(v0[c + l]), a1 = static_cast<A>(v1[c + l]);
-      const A a2 = static_cast<A>(v2[c + l]), a3 = static_cast<A>(v3[c + l]);
-      const A d = g[c + l];
-      sy[l] += (lx * (a3 - a1) + hx * (a2 - a0)) * d;
-      sx[l] += (ly * (a3 - a2) + hy * (a1 - a0)) * d;
-      sm[l] += (w0 * a0 + w1 * a1 + w2 * a2 + w3 * a3) * d;
-    }
-  }
-  for (; c < n; ++c) {
-    const int l = static_cast<int>(c % kLanes);
-    const A a0 = static_cast<A>(v0[c]), a1 = static_cast<A>(v1[c]);
-    const A a2 = static_cast<A>(v2[c]), a3 = static_cast<A>(v3[c]);
-    sy[l] += (lx * (a3 - a1) + hx * (a2 - a0)) * g[c];
-    sx[l] += (ly * (a3 - a2) + hy * (a1 - a0)) * g[c];
-    sm[l] += (w0 * a0 + w1 * a1 + w2 * a2 + w3 * a3) * g[c];
-  }
-  for (int l = 0; l < kLanes; ++l) {
-    sums[0] += sy[l];
-    sums[1] += sx[l];
-    sums[2] += sm[l];
-  }
-}
-
-// Overloads for float and double, preferred to the templates, which they
-// inline once per clone (cpu_simd.h).
-#define DEFINE_CLONED_LOOPS(T)                                                 \
-  TFCO_SIMD_CLONES void FillSamples(                                           \
-      A##T* __restrict__ out, const T* __restrict__ in, const Sample<A##T>& s, \
-      A##T m, int64_t stride, int64_t n) {                                     \
-    FillSamples<T, A##T>(out, in, s, m, stride, n);                            \
-  }                                                                            \
-  TFCO_SIMD_CLONES void Scatter(A##T* __restrict__ out,                        \
-                                const A##T* __restrict__ g, A##T w,            \
-                                int64_t stride, int64_t n) {                   \
-    Scatter<A##T>(out, g, w, stride, n);                                       \
-  }                                                                            \
-  TFCO_SIMD_CLONES void SlopeSums(                                             \
-      const T* __restrict__ in, const Sample<A##T>& s,                         \
-      const A##T* __restrict__ g, int64_t n, A##T* sums) {                     \
-    SlopeSums<T, A##T>(in, s, g, n, sums);                                     \
-  }
-typedef float Afloat;
-typedef double Adouble;
-DEFINE_CLONED_LOOPS(float)
-DEFINE_CLONED_LOOPS(double)
-#undef DEFINE_CLONED_LOOPS
+using deform_conv2d_cpu::Col2Im;
+using deform_conv2d_cpu::Im2Col;
+using deform_conv2d_cpu::OffsetMaskGrad;
+using deform_conv2d_cpu::Sampler;
+using deform_conv2d_cpu::Segment;
+using deform_conv2d_cpu::Segments;
+using deform_conv2d_cpu::Shape;
 
 // c = op(a) * op(b), row-major and dense (matrix_mul_cpu::Gemm's contract),
 // m, n, k >= 1. float runs the project's AVX2/AVX-512 GEMM where the CPU has
@@ -277,82 +133,6 @@ int64_t BlockPixels(const Shape& s, int64_t per_pixel) {
   return std::max<int64_t>(1, std::min(s.pixels, kBlockScratchBytes / bytes));
 }
 
-// What the im2col, col2im and reduction loops share: the inputs, and the
-// sample of tap k of offset group g at one output pixel.
-template <typename T, typename A>
-struct Sampler {
-  const Shape& s;
-  const T* input;
-  const T* offset;
-  const T* mask;
-  Strides off, msk;
-
-  Sampler(const Shape& shape, const T* input, const T* offset, const T* mask)
-      : s(shape),
-        input(input),
-        offset(offset),
-        mask(mask),
-        off(shape.Map(2 * shape.args.offset_groups * shape.taps)),
-        msk(shape.Map(shape.args.offset_groups * shape.taps)) {}
-
-  // Image, row and column of global output pixel p.
-  void Locate(int64_t p, int64_t* image, int64_t* pixel, int64_t* row,
-              int64_t* col) const {
-    *image = p / s.plane;
-    *pixel = p % s.plane;
-    *row = *pixel / s.args.wo;
-    *col = *pixel % s.args.wo;
-  }
-
-  Sample<A> At(int64_t image, int64_t pixel, int64_t row, int64_t col,
-               int64_t k, int64_t g, A* m) const {
-    return deform_conv2d::SampleAt<T, A>(s.args, s.input, off, msk, offset,
-                                         mask, image, pixel, row, col, k, g, m);
-  }
-
-  const T* Image(int64_t image, int64_t c0) const {
-    return input + image * s.input.n + c0 * s.input.c;
-  }
-};
-
-// The columns of pixels [p0, p0 + count): [groups][count][kh * kw * C /
-// groups], tap-major within a group.
-template <typename T, typename A>
-void Im2Col(const CPUDevice& d, const Sampler<T, A>& sampler,
-            const std::vector<Segment>& segments, int64_t p0, int64_t count,
-            A* col) {
-  const Shape& s = sampler.s;
-  d.parallelFor(count,
-                Eigen::TensorOpCost(4 * s.args.c * s.taps * sizeof(T),
-                                    s.args.c * s.taps * sizeof(A),
-                                    10.0 * s.args.c * s.taps),
-                [&](Eigen::Index begin, Eigen::Index end) {
-                  for (Eigen::Index local = begin; local < end; ++local) {
-                    int64_t image, pixel, row, column;
-                    sampler.Locate(p0 + local, &image, &pixel, &row, &column);
-                    for (int64_t k = 0; k < s.taps; ++k) {
-                      for (const Segment& seg : segments) {
-                        A m;
-                        const Sample<A> sample = sampler.At(
-                            image, pixel, row, column, k, seg.offset_group, &m);
-                        A* out = col + (seg.group * count + local) * s.kg +
-                                 k * s.cg + (seg.c0 - seg.group * s.cg);
-                        const int64_t n = seg.c1 - seg.c0;
-                        if (sample.nan) {
-                          std::fill(out, out + n,
-                                    std::numeric_limits<A>::quiet_NaN());
-                        } else if (!sample.inside) {
-                          std::fill(out, out + n, m * A(0));
-                        } else {
-                          FillSamples(out, sampler.Image(image, seg.c0), sample,
-                                      m, s.input.c, n);
-                        }
-                      }
-                    }
-                  }
-                });
-}
-
 // Copies [groups][count][O / groups] of A to or from a map of O channels
 // over the output pixels, from pixel p0 on.
 template <typename T, typename A>
@@ -402,137 +182,6 @@ void FromMap(const CPUDevice& d, const Shape& s, int64_t p0, int64_t count,
 template <typename T, typename A>
 bool DirectMap(const Shape& s) {
   return std::is_same<T, A>::value && !s.args.nchw && s.args.groups == 1;
-}
-
-// Adds the column gradient of pixels [p0, p0 + count) onto the input
-// gradient `grad` (input's layout, in A). Units are (image, segment): each
-// input element is summed by one thread, pixel by pixel and tap by tap.
-template <typename T, typename A>
-void Col2Im(const CPUDevice& d, const Sampler<T, A>& sampler,
-            const std::vector<Segment>& segments, int64_t p0, int64_t count,
-            const A* dcol, A* grad) {
-  const Shape& s = sampler.s;
-  const int64_t first = p0 / s.plane, last = (p0 + count - 1) / s.plane;
-  const int64_t units = (last - first + 1) * segments.size();
-  d.parallelFor(
-      units,
-      Eigen::TensorOpCost(
-          kSegmentChannels * s.taps * sizeof(A),
-          kSegmentChannels * s.taps * sizeof(A),
-          10.0 * kSegmentChannels * s.taps * std::min(count, s.plane)),
-      [&](Eigen::Index begin, Eigen::Index end) {
-        for (Eigen::Index unit = begin; unit < end; ++unit) {
-          const int64_t image = first + unit / segments.size();
-          const Segment& seg = segments[unit % segments.size()];
-          const int64_t from = std::max(p0, image * s.plane);
-          const int64_t to = std::min(p0 + count, (image + 1) * s.plane);
-          A* g = grad + image * s.input.n + seg.c0 * s.input.c;
-          const int64_t n = seg.c1 - seg.c0;
-          for (int64_t p = from; p < to; ++p) {
-            int64_t unused, pixel, row, column;
-            sampler.Locate(p, &unused, &pixel, &row, &column);
-            for (int64_t k = 0; k < s.taps; ++k) {
-              A m;
-              const Sample<A> sample = sampler.At(image, pixel, row, column, k,
-                                                  seg.offset_group, &m);
-              if (!sample.inside) continue;
-              const A* dc = dcol + (seg.group * count + p - p0) * s.kg +
-                            k * s.cg + (seg.c0 - seg.group * s.cg);
-              for (int q = 0; q < 4; ++q) {
-                // torchvision's col2im skips corners of weight 0.
-                if (sample.valid[q] && sample.weight[q] > A(0)) {
-                  Scatter(g + sample.offset[q], dc, m * sample.weight[q],
-                          s.input.c, n);
-                }
-              }
-            }
-          }
-        }
-      });
-}
-
-// The offset and mask gradients of pixels [p0, p0 + count), each the sum
-// over its offset group's channels, in order.
-template <typename T, typename A>
-void OffsetMaskGrad(const CPUDevice& d, const Sampler<T, A>& sampler,
-                    const std::vector<Segment>& segments, int64_t p0,
-                    int64_t count, const A* dcol, T* grad_offset,
-                    T* grad_mask) {
-  const Shape& s = sampler.s;
-  const Strides off = sampler.off, msk = sampler.msk;
-  d.parallelFor(
-      count,
-      Eigen::TensorOpCost(5 * s.args.c * s.taps * sizeof(T), 3 * s.taps,
-                          16.0 * s.args.c * s.taps),
-      [&](Eigen::Index begin, Eigen::Index end) {
-        for (Eigen::Index local = begin; local < end; ++local) {
-          int64_t image, pixel, row, column;
-          sampler.Locate(p0 + local, &image, &pixel, &row, &column);
-          T* go = grad_offset + image * off.n + pixel * off.y;
-          T* gm = grad_mask == nullptr
-                      ? nullptr
-                      : grad_mask + image * msk.n + pixel * msk.y;
-          for (int64_t g = 0; g < s.args.offset_groups; ++g) {
-            for (int64_t k = 0; k < s.taps; ++k) {
-              A m;
-              const Sample<A> sample =
-                  sampler.At(image, pixel, row, column, k, g, &m);
-              A sum_y = 0, sum_x = 0, sum_m = 0;
-              if (sample.nan) {
-                sum_y = sum_x = sum_m = std::numeric_limits<A>::quiet_NaN();
-              } else if (sample.near) {
-                A sums[3] = {0, 0, 0};
-                for (const Segment& seg : segments) {
-                  if (seg.offset_group != g) continue;
-                  const A* dc = dcol + (seg.group * count + local) * s.kg +
-                                k * s.cg + (seg.c0 - seg.group * s.cg);
-                  const T* in = sampler.Image(image, seg.c0);
-                  if (sample.all_valid() && s.input.c == 1) {
-                    SlopeSums(in, sample, dc, seg.c1 - seg.c0, sums);
-                    continue;
-                  }
-                  for (int64_t c = 0; c < seg.c1 - seg.c0; ++c) {
-                    const T* v = in + c * s.input.c;
-                    const A v0 = sample.valid[0]
-                                     ? static_cast<A>(v[sample.offset[0]])
-                                     : A(0);
-                    const A v1 = sample.valid[1]
-                                     ? static_cast<A>(v[sample.offset[1]])
-                                     : A(0);
-                    const A v2 = sample.valid[2]
-                                     ? static_cast<A>(v[sample.offset[2]])
-                                     : A(0);
-                    const A v3 = sample.valid[3]
-                                     ? static_cast<A>(v[sample.offset[3]])
-                                     : A(0);
-                    // torchvision's coordinate weights: the slopes of the
-                    // bilinear sum along y and x.
-                    sums[0] += (sample.lx * (v3 - v1) +
-                                (A(1) - sample.lx) * (v2 - v0)) *
-                               dc[c];
-                    sums[1] += (sample.ly * (v3 - v2) +
-                                (A(1) - sample.ly) * (v1 - v0)) *
-                               dc[c];
-                    if (sample.inside) {
-                      sums[2] +=
-                          (sample.weight[0] * v0 + sample.weight[1] * v1 +
-                           sample.weight[2] * v2 + sample.weight[3] * v3) *
-                          dc[c];
-                    }
-                  }
-                }
-                sum_y = sums[0];
-                sum_x = sums[1];
-                sum_m = sums[2];
-              }
-              const int64_t tap = g * s.taps + k;
-              go[2 * tap * off.c] = static_cast<T>(m * sum_y);
-              go[(2 * tap + 1) * off.c] = static_cast<T>(m * sum_x);
-              if (gm != nullptr) gm[tap * msk.c] = static_cast<T>(sum_m);
-            }
-          }
-        }
-      });
 }
 
 template <typename T>
@@ -661,41 +310,12 @@ struct DeformableConv2dGrad<CPUDevice, T> {
   }
 };
 
+#define DEFINE_CPU_SPEC(T)                        \
+  template struct DeformableConv2d<CPUDevice, T>; \
+  template struct DeformableConv2dGrad<CPUDevice, T>;
+TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
+#undef DEFINE_CPU_SPEC
+
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoDeformableConv2d(const TfcoDevice* device,
-                                          TfcoDtype dtype,
-                                          const TfcoDeformConv2dArgs* args,
-                                          const void* input, const void* filter,
-                                          const void* offset, const void* mask,
-                                          void* output) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      "DeformableConv2d", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        functor::DeformableConv2d<std::decay_t<decltype(d)>, T>()(
-            d, *args, static_cast<const T*>(input),
-            static_cast<const T*>(filter), static_cast<const T*>(offset),
-            static_cast<const T*>(mask), static_cast<T*>(output));
-      });
-}
-
-extern "C" TfcoError TfcoDeformableConv2dGrad(
-    const TfcoDevice* device, TfcoDtype dtype, const TfcoDeformConv2dArgs* args,
-    const void* input, const void* filter, const void* offset, const void* mask,
-    const void* grad_output, void* grad_input, void* grad_filter,
-    void* grad_offset, void* grad_mask) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunKernel<FloatTypes, FloatTypes>(
-      "DeformableConv2dGrad", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        functor::DeformableConv2dGrad<std::decay_t<decltype(d)>, T>()(
-            d, *args, static_cast<const T*>(input),
-            static_cast<const T*>(filter), static_cast<const T*>(offset),
-            static_cast<const T*>(mask), static_cast<const T*>(grad_output),
-            static_cast<T*>(grad_input), static_cast<T*>(grad_filter),
-            static_cast<T*>(grad_offset), static_cast<T*>(grad_mask));
-      });
-}

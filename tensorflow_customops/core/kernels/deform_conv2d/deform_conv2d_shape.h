@@ -318,7 +318,7 @@ inline std::array<int64_t, 4> OutputDims(const Attrs& a, const Geometry& g) {
 // core's block arithmetic stays far from int64's limit.
 constexpr int64_t kMaxColumn = int64_t{1} << 50;
 
-// The kernel core's arguments of a call whose geometry GetGeometry checked
+// The portable kernels' arguments of a call whose geometry GetGeometry checked
 // (all dims known), or an error where its column is too long for the core.
 inline Status CoreArgs(const Attrs& attrs, const Geometry& g,
                        TfcoDeformConv2dArgs* args) {

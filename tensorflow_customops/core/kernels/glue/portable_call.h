@@ -1,4 +1,4 @@
-// How an OpKernel (the per-TensorFlow glue) calls the kernel core
+// How an OpKernel (the per-TensorFlow glue) calls the portable kernels
 // (portable/api.h): the kernel's device and element type in the core's terms,
 // and the core's errors as a Status.
 

@@ -1,5 +1,5 @@
 // TFCO_REGISTER_KERNEL_BUILDER: TensorFlow's REGISTER_KERNEL_BUILDER, except
-// that a GPU kernel is registered only where the kernel core's CUDA kernels
+// that a GPU kernel is registered only where the portable kernels' CUDA kernels
 // can run (TfcoGetGpuSupport: a recent enough driver, code for every GPU).
 // Otherwise TensorFlow places the ops on the CPU, and the first GPU kernel
 // left out logs why, once. Every OpKernel registration of the glue uses it.

@@ -1,5 +1,5 @@
-// The OpKernels of CustomOps>MatrixMul, which run the kernel core's
-// TfcoMatrixMul (matrix_mul_op_cpu.cc, matrix_mul_op_gpu.cu.cc).
+// The OpKernels of CustomOps>MatrixMul, which run the portable kernels'
+// TfcoMatrixMul (matrix_mul_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/matrix_mul/matrix_mul_op.h"
 

@@ -1,5 +1,5 @@
-// CustomOps>MatrixMul in the kernel core: its entry point, for the OpKernels
-// (matrix_mul_op.cc), and, for the core's own sources, its functor.
+// CustomOps>MatrixMul in the portable kernels: its entry point, for the
+// OpKernels (matrix_mul_op.cc), and, for the core's own sources, its functor.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_MATRIX_MUL_OP_H_

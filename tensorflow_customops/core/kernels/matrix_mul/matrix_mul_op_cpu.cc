@@ -1,4 +1,4 @@
-// CPU kernel of CustomOps>MatrixMul, and the core's entry point for it.
+// CPU kernel of CustomOps>MatrixMul.
 
 #include <functional>
 #include <type_traits>
@@ -37,31 +37,38 @@ template <>
 struct MatrixMul<CPUDevice, float> {
   void operator()(const CPUDevice& d, TTypes<float>::ConstMatrix a,
                   TTypes<float>::ConstMatrix b, bool transpose_a,
-                  bool transpose_b, TTypes<float>::Matrix product) {
-    const matrix_mul_cpu::Isa isa = matrix_mul_cpu::SelectedIsa();
-    const int64_t m = product.dimension(0);
-    const int64_t n = product.dimension(1);
-    const int64_t k = a.dimension(transpose_a ? 0 : 1);
-    if (isa != matrix_mul_cpu::Isa::kBaseline && k > 0) {
-      // Scratch for packed copies of a and b where this product packs them.
-      const int64_t workspace_floats = matrix_mul_cpu::GemmWorkspaceSize(
-          isa, transpose_a, transpose_b, m, n, k);
-      const matrix_mul_cpu::Workspace workspace(workspace_floats);
-      if (workspace_floats == 0 || workspace.data() != nullptr) {
-        matrix_mul_cpu::Gemm(
-            isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
-            product.data(), workspace.data(), d.numThreads(),
-            [&d](int64_t units, double cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn) {
-              d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit),
-                            fn);
-            });
-        return;
-      }
-    }
-    EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
-  }
+                  bool transpose_b, TTypes<float>::Matrix product);
 };
+
+// Defined out of line, so that it is not inline: the entry point
+// (matrix_mul_op_entry.cc) calls it from another file.
+void MatrixMul<CPUDevice, float>::operator()(const CPUDevice& d,
+                                             TTypes<float>::ConstMatrix a,
+                                             TTypes<float>::ConstMatrix b,
+                                             bool transpose_a, bool transpose_b,
+                                             TTypes<float>::Matrix product) {
+  const matrix_mul_cpu::Isa isa = matrix_mul_cpu::SelectedIsa();
+  const int64_t m = product.dimension(0);
+  const int64_t n = product.dimension(1);
+  const int64_t k = a.dimension(transpose_a ? 0 : 1);
+  if (isa != matrix_mul_cpu::Isa::kBaseline && k > 0) {
+    // Scratch for packed copies of a and b where this product packs them.
+    const int64_t workspace_floats = matrix_mul_cpu::GemmWorkspaceSize(
+        isa, transpose_a, transpose_b, m, n, k);
+    const matrix_mul_cpu::Workspace workspace(workspace_floats);
+    if (workspace_floats == 0 || workspace.data() != nullptr) {
+      matrix_mul_cpu::Gemm(
+          isa, transpose_a, transpose_b, m, n, k, a.data(), b.data(),
+          product.data(), workspace.data(), d.numThreads(),
+          [&d](int64_t units, double cost_per_unit,
+               const std::function<void(int64_t, int64_t)>& fn) {
+            d.parallelFor(units, Eigen::TensorOpCost(0, 0, cost_per_unit), fn);
+          });
+      return;
+    }
+  }
+  EigenMatrixMul<float>(d, a, b, transpose_a, transpose_b, product);
+}
 
 // half and bfloat16 are widened to float and multiplied by the float kernel,
 // so products accumulate in float and round once, as on GPU (Eigen's
@@ -93,27 +100,10 @@ struct MatrixMul<CPUDevice, T> {
   }
 };
 
+template struct MatrixMul<CPUDevice, Eigen::half>;
+template struct MatrixMul<CPUDevice, Eigen::bfloat16>;
+template struct MatrixMul<CPUDevice, double>;
+
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoMatrixMul(const TfcoDevice* device, TfcoDtype dtype,
-                                   const void* a, int64_t a_rows,
-                                   int64_t a_cols, const void* b,
-                                   int64_t b_rows, int64_t b_cols,
-                                   int transpose_a, int transpose_b,
-                                   void* product) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  const int64_t m = transpose_a ? a_cols : a_rows;
-  const int64_t n = transpose_b ? b_rows : b_cols;
-  return RunKernel<FloatTypes, FloatTypes>(
-      "MatrixMul", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        typedef typename TTypes<T>::ConstMatrix ConstMatrix;
-        functor::MatrixMul<std::decay_t<decltype(d)>, T>()(
-            d, ConstMatrix(static_cast<const T*>(a), a_rows, a_cols),
-            ConstMatrix(static_cast<const T*>(b), b_rows, b_cols),
-            transpose_a != 0, transpose_b != 0,
-            typename TTypes<T>::Matrix(static_cast<T*>(product), m, n));
-      });
-}

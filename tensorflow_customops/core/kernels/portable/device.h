@@ -1,4 +1,4 @@
-// The C++ side of the kernel core (portable/api.h), for its sources only
+// The C++ side of the portable kernels (portable/api.h), for its sources only
 // (compiled with TFCO_PORTABLE defined): the devices its functors run on,
 // the Eigen maps they take, and RunKernel, which every exported function goes
 // through. Nothing here includes TensorFlow.
@@ -7,7 +7,7 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_KERNELS_CORE_DEVICE_H_
 
 #ifndef TFCO_PORTABLE
-#error "portable/device.h is for the kernel core's sources (TFCO_PORTABLE)"
+#error "portable/device.h is for the portable kernels' sources (TFCO_PORTABLE)"
 #endif
 
 #ifndef EIGEN_USE_THREADS

@@ -1,5 +1,5 @@
-/* Whether the kernel core's CUDA kernels can run on this machine (C
- * interface of the kernel core, portable/api.h).
+/* Whether the portable kernels' CUDA kernels can run on this machine (C
+ * interface of the portable kernels, portable/api.h).
  *
  * The glue registers its GPU kernels only where they can: otherwise
  * TensorFlow places the ops on the CPU instead of failing them at every

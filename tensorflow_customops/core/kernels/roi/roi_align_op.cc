@@ -1,6 +1,6 @@
 // The OpKernels of CustomOps>RoiAlign and CustomOps>PsRoiAlign (and their
-// gradients), which run the kernel core's TfcoRoiAlign and TfcoRoiAlignGrad
-// (roi_align_op_cpu.cc, roi_align_op_gpu.cu.cc).
+// gradients), which run the portable kernels' TfcoRoiAlign and TfcoRoiAlignGrad
+// (roi_align_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 

@@ -13,6 +13,7 @@
 #include "tensorflow_customops/core/kernels/portable/gpu_launch.cu.h"
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi/roi_gpu_index.cu.h"
+#include "tensorflow_customops/core/kernels/roi/roi_sampling.h"
 
 namespace tensorflow {
 namespace customops {

@@ -1,4 +1,4 @@
-// The kernel core's helpers of the RoI kernels (roi_align_op, roi_pool_op):
+// The portable kernels' helpers of the RoI kernels (roi_align_op, roi_pool_op):
 // the CPU kernels' parallel loops, layout changes and buffers.
 // Core sources only (TFCO_PORTABLE).
 

@@ -1,7 +1,7 @@
 // Shared by the RoI kernels (RoiPool, RoiAlign, PsRoiPool, PsRoiAlign), on
 // CPU and GPU, by their OpKernels (the glue) and by their XLA lowerings:
 // feature-map layout, box geometry and bilinear sampling. No TensorFlow
-// header: the kernel core (portable/api.h) includes it too.
+// header: the portable kernels (portable/api.h) includes it too.
 //
 // Semantics follow torchvision.ops: a box row is (batch_index, x1, y1, x2, y2)
 // in input-image coordinates, multiplied by spatial_scale to reach
@@ -46,7 +46,7 @@ constexpr int kMaxGrid = 2147483647;
 // The adaptive sampling grid for a bin `extent` pixels long: its ceiling, as
 // torchvision's, clamped before the conversion to int, which is undefined out
 // of range (or for NaN). However large, only the samples that can land on the
-// map are visited (SampleRange in roi_align_op.h).
+// map are visited (SampleRange in roi_sampling.h).
 template <typename A>
 EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
   const A grid = std::ceil(extent);

@@ -1,6 +1,6 @@
 // The OpKernels of CustomOps>RoiPool and CustomOps>PsRoiPool (and their
-// gradients), which run the kernel core's TfcoRoiPool and TfcoRoiPoolGrad
-// (roi_pool_op_cpu.cc, roi_pool_op_gpu.cu.cc).
+// gradients), which run the portable kernels' TfcoRoiPool and TfcoRoiPoolGrad
+// (roi_pool_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/roi/roi_pool_op.h"
 

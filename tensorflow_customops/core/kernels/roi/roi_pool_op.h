@@ -1,5 +1,5 @@
 // CustomOps>RoiPool and CustomOps>PsRoiPool, and their gradients, in the
-// kernel core: the entry points, for the OpKernels (roi_pool_op.cc), and,
+// portable kernels: the entry points, for the OpKernels (roi_pool_op.cc), and,
 // for the core's own sources, the functors and their bin geometry.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ROI_POOL_OP_H_

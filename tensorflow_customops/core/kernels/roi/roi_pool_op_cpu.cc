@@ -1,6 +1,6 @@
 // CPU kernels of CustomOps>RoiPool (max) and CustomOps>PsRoiPool
 // (position-sensitive average), which share the whole-pixel bin geometry, and
-// of their gradients; and the core's entry points for them.
+// of their gradients.
 
 #include <algorithm>
 #include <limits>
@@ -324,56 +324,20 @@ struct PsRoiPoolGrad<CPUDevice, T, B> {
   }
 };
 
+// Float boxes with every feature type, double boxes with double features
+// (roi::BoxTypesOk).
+#define DEFINE_CPU_SPEC_BOXES(T, B)             \
+  template struct RoiPool<CPUDevice, T, B>;     \
+  template struct RoiPoolGrad<CPUDevice, T, B>; \
+  template struct PsRoiPool<CPUDevice, T, B>;   \
+  template struct PsRoiPoolGrad<CPUDevice, T, B>;
+#define DEFINE_CPU_SPEC(T) DEFINE_CPU_SPEC_BOXES(T, float)
+TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
+DEFINE_CPU_SPEC_BOXES(double, double)
+#undef DEFINE_CPU_SPEC
+#undef DEFINE_CPU_SPEC_BOXES
+
 }  // namespace functor
 
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoRoiPool(
-    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-    const tensorflow::customops::roi::RoiArgs* args, const void* features,
-    const void* rois, void* pooled, int32_t* argmax) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return roi::RunRoiKernel(
-      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
-      [&](const auto& d, auto t, auto b) {
-        typedef decltype(t) T;
-        typedef decltype(b) B;
-        typedef std::decay_t<decltype(d)> Device;
-        const B* boxes = static_cast<const B*>(rois);
-        roi::ReadFeaturesChannelsLast(
-            d, *args, static_cast<const T*>(features),
-            [&](const roi::RoiArgs& a, const T* x) {
-              if (a.attrs.kind == roi::RoiKind::kPsPool) {
-                functor::PsRoiPool<Device, T, B>()(d, a, x, boxes,
-                                                   static_cast<T*>(pooled));
-              } else {
-                functor::RoiPool<Device, T, B>()(
-                    d, a, x, boxes, static_cast<T*>(pooled), argmax);
-              }
-            });
-      });
-}
-
-extern "C" TfcoError TfcoRoiPoolGrad(
-    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* rois, const int32_t* argmax, void* grad_features) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return roi::RunRoiKernel(
-      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
-      [&](const auto& d, auto t, auto b) {
-        typedef decltype(t) T;
-        typedef decltype(b) B;
-        typedef std::decay_t<decltype(d)> Device;
-        const roi::RoiArgs a = roi::BackwardArgs(d, *args);
-        const T* g = static_cast<const T*>(grads);
-        const B* boxes = static_cast<const B*>(rois);
-        T* out = static_cast<T*>(grad_features);
-        if (a.attrs.kind == roi::RoiKind::kPsPool) {
-          functor::PsRoiPoolGrad<Device, T, B>()(d, a, g, boxes, out);
-        } else {
-          functor::RoiPoolGrad<Device, T, B>()(d, a, g, boxes, argmax, out);
-        }
-      });
-}

@@ -1,5 +1,5 @@
 // The OpKernels of CustomOps>RoiBoxCounts, which check per-image box counts
-// with the kernel core's TfcoRoiBoxCounts (roi_box_counts_op_cpu.cc) and
+// with the portable kernels' TfcoRoiBoxCounts (roi_box_counts_op_entry.cc) and
 // pass them through.
 
 #include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"

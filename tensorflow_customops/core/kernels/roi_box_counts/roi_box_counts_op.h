@@ -1,5 +1,5 @@
-// CustomOps>RoiBoxCounts in the kernel core: its entry point, for the OpKernel
-// (roi_box_counts_op.cc) and the XLA custom call
+// CustomOps>RoiBoxCounts in the portable kernels: its entry point, for the
+// OpKernel (roi_box_counts_op.cc) and the XLA custom call
 // (compiler/tf2xla/kernels/roi_box_counts_op.cc), and the errors both raise,
 // written here once so that every path gives the same message.
 

@@ -1,5 +1,5 @@
-// The OpKernels of CustomOps>ZeroOut, which run the kernel core's
-// TfcoZeroOut (zero_out_op_cpu.cc, zero_out_op_gpu.cu.cc).
+// The OpKernels of CustomOps>ZeroOut, which run the portable kernels'
+// TfcoZeroOut (zero_out_op_entry.cc).
 
 #include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 

@@ -1,4 +1,4 @@
-// CustomOps>ZeroOut in the kernel core: its entry point, for the OpKernels
+// CustomOps>ZeroOut in the portable kernels: its entry point, for the OpKernels
 // (zero_out_op.cc), and, for the core's own sources, its functor.
 
 #ifndef TENSORFLOW_CUSTOMOPS_CORE_KERNELS_ZERO_OUT_OP_H_

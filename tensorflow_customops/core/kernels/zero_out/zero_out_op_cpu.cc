@@ -1,4 +1,4 @@
-// CPU kernel of CustomOps>ZeroOut, and the core's entry point for it.
+// CPU kernel of CustomOps>ZeroOut.
 
 #include "tensorflow_customops/core/kernels/zero_out/zero_out_op.h"
 
@@ -27,26 +27,15 @@ struct ZeroOut<CPUDevice, T> {
   }
 };
 
+template struct ZeroOut<CPUDevice, Eigen::half>;
+template struct ZeroOut<CPUDevice, Eigen::bfloat16>;
+template struct ZeroOut<CPUDevice, float>;
+template struct ZeroOut<CPUDevice, double>;
+template struct ZeroOut<CPUDevice, int8_t>;
+template struct ZeroOut<CPUDevice, uint8_t>;
+template struct ZeroOut<CPUDevice, int32_t>;
+template struct ZeroOut<CPUDevice, int64_t>;
+
 }  // namespace functor
 }  // namespace customops
 }  // namespace tensorflow
-
-extern "C" TfcoError TfcoZeroOut(const TfcoDevice* device, TfcoDtype dtype,
-                                 const void* input, void* output, int64_t size,
-                                 int64_t keep) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  typedef TypeList<Eigen::half, Eigen::bfloat16, float, double, int8_t, uint8_t,
-                   int64_t>
-      GpuTypes;
-  typedef TypeList<Eigen::half, Eigen::bfloat16, float, double, int8_t, uint8_t,
-                   int32_t, int64_t>
-      CpuTypes;
-  return RunKernel<CpuTypes, GpuTypes>(
-      "ZeroOut", device, dtype, [&](const auto& d, auto t) {
-        typedef decltype(t) T;
-        functor::ZeroOut<std::decay_t<decltype(d)>, T>()(
-            d,
-            typename TTypes<T>::ConstFlat(static_cast<const T*>(input), size),
-            typename TTypes<T>::Flat(static_cast<T*>(output), size), keep);
-      });
-}

@@ -2,7 +2,7 @@
 // PsRoiAlign) to their lowerings: the forward ops and feature gradients
 // (roi_align_ops.cc) and the box gradients (roi_box_grad_ops.cc). It builds on
 // roi_lowering_helpers.h and repeats the regular kernels' geometry
-// (roi_geometry.h's AlignBox and BilinearSample, roi_align_op.h's
+// (roi_geometry.h's AlignBox and BilinearSample, roi_sampling.h's
 // SampleRange).
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_ALIGN_LOWERING_HELPERS_H_

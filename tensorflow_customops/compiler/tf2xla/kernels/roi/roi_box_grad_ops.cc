@@ -23,7 +23,7 @@ namespace {
 // RoiAlignGradBoxes and PsRoiAlignGradBoxes: per sample, the slopes of the
 // bilinear value along y and x, summed over the channels against the incoming
 // gradient, times how the sample moves with each coordinate
-// (roi_align_op.h's AddSlopes and SampleMotion), summed over samples and bins.
+// (roi_sampling.h's AddSlopes and SampleMotion), summed over samples and bins.
 class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
  public:
   using RoiXlaOpKernel::RoiXlaOpKernel;

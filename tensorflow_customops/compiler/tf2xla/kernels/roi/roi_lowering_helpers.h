@@ -11,7 +11,7 @@
 // samples that can land on the map (SampleRanges; the largest bin for the
 // pooling kinds) of the call, however large the grids. The arithmetic repeats
 // the regular kernels' operations in their order (roi_geometry.h,
-// roi_align_op.h): the pooling kinds give their bits, the bilinear kinds differ
+// roi_sampling.h): the pooling kinds give their bits, the bilinear kinds differ
 // where XLA's CPU backend fuses multiply-adds into FMAs, and gradients add the
 // same terms in another order.
 //

@@ -1,6 +1,6 @@
-// The kernel core's check of CustomOps>RoiBoxCounts. Counts are few (one per
-// image) and live in host memory on every device, so one loop on the calling
-// thread does it; the GPU kernel runs it too.
+// The portable kernels' check of CustomOps>RoiBoxCounts. Counts are few (one
+// per image) and live in host memory on every device, so one loop on the
+// calling thread does it; the GPU kernel runs it too.
 
 #include "tensorflow_customops/core/kernels/portable/device.h"
 #include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"

@@ -1,4 +1,4 @@
-// The kernel core's check of CustomOps>CheckCondition. A condition is a few
+// The portable kernels' check of CustomOps>CheckCondition. A condition is a few
 // bools (a scalar, usually) in host memory on every device, so one loop on
 // the calling thread reads it; the GPU kernel runs it too.
 

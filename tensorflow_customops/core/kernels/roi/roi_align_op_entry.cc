@@ -1,0 +1,89 @@
+// The portable kernels' entry points of CustomOps>RoiAlign and
+// CustomOps>PsRoiAlign (and their gradients): they pick the CPU or the GPU
+// functor (roi_align_op_cpu.cc, roi_align_op_gpu.cu.cc) by the device.
+
+#include <type_traits>
+
+#include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
+#include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
+
+extern "C" TfcoError TfcoRoiAlign(
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* features,
+    const void* rois, void* pooled) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return roi::RunRoiKernel(roi::KindName(args->attrs.kind), device, dtype,
+                           boxes_dtype, [&](const auto& d, auto t, auto b) {
+                             typedef decltype(t) T;
+                             typedef decltype(b) B;
+                             typedef std::decay_t<decltype(d)> Device;
+                             T* out = static_cast<T*>(pooled);
+                             auto run = [&](const roi::RoiArgs& a, const T* x) {
+                               functor::RoiAlign<Device, T, B>()(
+                                   d, a, x, static_cast<const B*>(rois), out);
+                             };
+                             roi::ReadFeaturesChannelsLast(
+                                 d, *args, static_cast<const T*>(features),
+                                 run);
+                           });
+}
+
+extern "C" TfcoError TfcoRoiAlignGrad(
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
+    const void* rois, void* grad_features) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
+        typedef decltype(t) T;
+        typedef decltype(b) B;
+        functor::RoiAlignGrad<std::decay_t<decltype(d)>, T, B>()(
+            d, roi::BackwardArgs(d, *args), static_cast<const T*>(grads),
+            static_cast<const B*>(rois), static_cast<T*>(grad_features));
+      });
+}
+
+extern "C" TfcoError TfcoRoiAlignGradBoxes(
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
+    const void* features, const void* rois, void* grad_rois) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return roi::RunRoiKernel(
+      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
+      [&](const auto& d, auto t, auto b) {
+        typedef decltype(t) T;
+        typedef decltype(b) B;
+        typedef std::decay_t<decltype(d)> Device;
+        auto run = [&](const roi::RoiArgs& a, const T* x) {
+          functor::RoiAlignGradBoxes<Device, T, B>()(
+              d, a, static_cast<const T*>(grads), x,
+              static_cast<const B*>(rois), static_cast<B*>(grad_rois));
+        };
+        roi::ReadFeaturesChannelsLast(d, *args, static_cast<const T*>(features),
+                                      run);
+      });
+}
+
+extern "C" TfcoError TfcoRoiCheckBoxes(const TfcoDevice* device,
+                                       TfcoDtype boxes_dtype, int64_t num_rois,
+                                       int64_t batch, float spatial_scale,
+                                       const void* rois, void* checked) {
+  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
+  return RunOnDevice("RoiCheckBoxes", device, [&](const auto& d) {
+    if constexpr (std::is_same<std::decay_t<decltype(d)>, GPUDevice>::value) {
+      auto check = [&](auto b) {
+        typedef decltype(b) B;
+        functor::CheckBoxesGpu(d, num_rois, batch, spatial_scale,
+                               static_cast<const B*>(rois),
+                               static_cast<B*>(checked));
+      };
+      if (!ForDtype(TypeList<float, double>(), boxes_dtype, check)) {
+        NoKernelFor("RoiCheckBoxes", boxes_dtype);
+      }
+    } else {
+      // The CPU kernels' callers check boxes on the host, and raise.
+      RecordError("RoiCheckBoxes: the device is not a GPU");
+    }
+  });
+}
