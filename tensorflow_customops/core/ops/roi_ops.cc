@@ -1,128 +1,120 @@
 // Op specs of the RoI family for detection: RoiPool, RoiAlign, PsRoiPool,
-// PsRoiAlign and their gradient ops. Semantics follow torchvision.ops; see
+// PsRoiAlign and their gradient ops, whose shape functions run the kernels'
+// rules (roi_shape.h). Semantics follow torchvision.ops; see
 // core/kernels/roi/roi_geometry.h.
 
-#include <string>
+#include <cstdint>
+#include <vector>
 
-#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/framework/types.h"
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 #include "tensorflow_customops/core/ops/shape_util.h"
 
 namespace tensorflow {
 
-using shape_inference::DimensionHandle;
 using shape_inference::InferenceContext;
 using shape_inference::ShapeHandle;
 
 namespace {
 
-enum class Family { kPlain, kPositionSensitive };
+namespace roi = customops::roi;
 
-Status GetLayout(InferenceContext* c, bool* nchw) {
-  std::string data_format;
-  TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
-  *nchw = data_format == "NCHW";
-  return OkStatus();
+// Input `i`'s shape as the rules (roi_shape.h) read it.
+Status InputShape(InferenceContext* c, int i, PartialTensorShape* shape) {
+  return shape_util::PartialShape(c, c->input(i), shape);
 }
 
-// Channels of the pooled output from the feature map's channels.
-Status PooledChannels(InferenceContext* c, Family family,
-                      DimensionHandle channels, DimensionHandle* out) {
-  if (family == Family::kPlain) {
-    *out = channels;
-    return OkStatus();
-  }
-  int pooled_height, pooled_width;
-  TF_RETURN_IF_ERROR(c->GetAttr("pooled_height", &pooled_height));
-  TF_RETURN_IF_ERROR(c->GetAttr("pooled_width", &pooled_width));
-  return c->Divide(channels, static_cast<int64_t>(pooled_height) * pooled_width,
-                   /*evenly_divisible=*/true, out);
-}
-
-Status MakePooledShape(InferenceContext* c, DimensionHandle num_rois,
-                       DimensionHandle channels, ShapeHandle* out) {
-  bool nchw;
-  TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
-  int pooled_height, pooled_width;
-  TF_RETURN_IF_ERROR(c->GetAttr("pooled_height", &pooled_height));
-  TF_RETURN_IF_ERROR(c->GetAttr("pooled_width", &pooled_width));
-  DimensionHandle ph = c->MakeDim(pooled_height);
-  DimensionHandle pw = c->MakeDim(pooled_width);
-  *out = nchw ? c->MakeShape({num_rois, channels, ph, pw})
-              : c->MakeShape({num_rois, ph, pw, channels});
-  return shape_util::CheckNumElements(c, *out, "pooled output");
-}
-
-// Double boxes need double features: coordinates are computed in the
-// features' accumulation type.
-Status CheckBoxesDtype(InferenceContext* c) {
-  DataType features, boxes;
-  TF_RETURN_IF_ERROR(c->GetAttr("T", &features));
-  TF_RETURN_IF_ERROR(c->GetAttr("Tboxes", &boxes));
-  return customops::roi::CheckBoxesDtype(features, boxes);
-}
-
-Status RoisNumRois(InferenceContext* c, int input, DimensionHandle* k) {
-  ShapeHandle rois;
-  TF_RETURN_IF_ERROR(c->WithRank(c->input(input), 2, &rois));
-  DimensionHandle unused;
-  TF_RETURN_IF_ERROR(c->WithValue(c->Dim(rois, 1), 5, &unused));
-  *k = c->Dim(rois, 0);
-  return OkStatus();
-}
-
-// The pooled shape for `features` (rank 4, NHWC or NCHW) and the rois of
-// input `rois_input`, and their number of boxes.
-Status PooledShapeOf(InferenceContext* c, Family family, ShapeHandle features,
-                     int rois_input, DimensionHandle* num_rois,
-                     ShapeHandle* pooled) {
-  TF_RETURN_IF_ERROR(CheckBoxesDtype(c));
-  TF_RETURN_IF_ERROR(RoisNumRois(c, rois_input, num_rois));
-  bool nchw;
-  TF_RETURN_IF_ERROR(GetLayout(c, &nchw));
-  DimensionHandle channels;
+// The attrs and sizes of a `kind` call on `features` (named `features_name`)
+// and the rois of input `rois_input`, checked by the kernels' rules.
+Status ReadCall(InferenceContext* c, roi::RoiKind kind,
+                const PartialTensorShape& features, const char* features_name,
+                int rois_input, roi::RoiAttrs* attrs, roi::RoiShape* shape) {
+  TF_RETURN_IF_ERROR(roi::ReadRoiAttrs(c, kind, attrs));
+  DataType boxes;
+  TF_RETURN_IF_ERROR(roi::ReadBoxesDtype(c, &boxes));
   TF_RETURN_IF_ERROR(
-      PooledChannels(c, family, c->Dim(features, nchw ? 1 : 3), &channels));
-  return MakePooledShape(c, *num_rois, channels, pooled);
+      roi::GetFeatureSizes(features, *attrs, features_name, shape));
+  PartialTensorShape rois;
+  TF_RETURN_IF_ERROR(InputShape(c, rois_input, &rois));
+  TF_RETURN_IF_ERROR(roi::CheckRoisShape(rois, shape));
+  return roi::CheckNumElements(roi::PooledDims(*shape, *attrs),
+                               "pooled output");
 }
 
-// Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled.
-Status ForwardShape(InferenceContext* c, Family family) {
-  ShapeHandle features, pooled;
-  TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &features));
-  DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 1, &num_rois, &pooled));
+// Checks that input `i`, named `name`, has the pooled shape.
+Status CheckPooledInput(InferenceContext* c, int i, const char* name,
+                        const roi::RoiAttrs& attrs,
+                        const roi::RoiShape& shape) {
+  PartialTensorShape input;
+  TF_RETURN_IF_ERROR(InputShape(c, i, &input));
+  return roi::CheckPooledGradShape(input, shape, attrs, name);
+}
+
+// Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled (and
+// RoiPool's argmax, of the same shape).
+Status ForwardShape(InferenceContext* c, roi::RoiKind kind) {
+  PartialTensorShape features;
+  TF_RETURN_IF_ERROR(InputShape(c, 0, &features));
+  roi::RoiAttrs attrs;
+  roi::RoiShape shape;
+  TF_RETURN_IF_ERROR(
+      ReadCall(c, kind, features, "features", 1, &attrs, &shape));
+  const ShapeHandle pooled =
+      shape_util::MakeShape(c, roi::PooledDims(shape, attrs));
   for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, pooled);
   return OkStatus();
 }
 
+// The features' shape that a gradient op's features_shape input (the last)
+// gives: all of it where its value is known, else what is known of it.
+Status FeaturesShapeInput(InferenceContext* c, ShapeHandle* features) {
+  const int i = c->num_inputs() - 1;
+  const Tensor* value = c->input_tensor(i);
+  if (value == nullptr) {
+    PartialTensorShape input;
+    TF_RETURN_IF_ERROR(InputShape(c, i, &input));
+    TF_RETURN_IF_ERROR(roi::CheckFeaturesShapeInput(input));
+    return c->MakeShapeFromShapeTensor(i, features);
+  }
+  TF_RETURN_IF_ERROR(roi::CheckFeaturesShapeInput(value->shape()));
+  const auto v = value->vec<int32_t>();
+  const std::vector<int64_t> dims(v.data(), v.data() + v.size());
+  TF_RETURN_IF_ERROR(roi::CheckFeaturesShapeValues(dims));
+  *features = shape_util::MakeShape(c, dims);
+  return OkStatus();
+}
+
 // Gradient: grads (pooled shape), rois, [argmax,] features_shape -> the
-// features' shape, read from the features_shape tensor when it is constant.
-Status GradShape(InferenceContext* c, Family family, int features_shape_input) {
-  ShapeHandle features, pooled, unused;
+// features' shape.
+Status GradShape(InferenceContext* c, roi::RoiKind kind) {
+  ShapeHandle features;
+  TF_RETURN_IF_ERROR(FeaturesShapeInput(c, &features));
+  PartialTensorShape features_shape;
+  TF_RETURN_IF_ERROR(shape_util::PartialShape(c, features, &features_shape));
+  roi::RoiAttrs attrs;
+  roi::RoiShape shape;
   TF_RETURN_IF_ERROR(
-      c->MakeShapeFromShapeTensor(features_shape_input, &features));
-  TF_RETURN_IF_ERROR(c->WithRank(features, 4, &features));
-  TF_RETURN_IF_ERROR(
-      shape_util::CheckNumElements(c, features, "features_shape"));
-  DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 1, &num_rois, &pooled));
-  TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
+      ReadCall(c, kind, features_shape, "features_shape", 1, &attrs, &shape));
+  TF_RETURN_IF_ERROR(CheckPooledInput(c, 0, "grads", attrs, shape));
+  if (kind == roi::RoiKind::kPool) {
+    TF_RETURN_IF_ERROR(CheckPooledInput(c, 2, "argmax", attrs, shape));
+  }
   c->set_output(0, features);
   return OkStatus();
 }
 
 // Box gradient: grads (pooled shape), features, rois -> rois' shape.
-Status BoxGradShape(InferenceContext* c, Family family) {
-  ShapeHandle features, pooled, unused;
-  TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 4, &features));
-  DimensionHandle num_rois;
-  TF_RETURN_IF_ERROR(PooledShapeOf(c, family, features, 2, &num_rois, &pooled));
-  TF_RETURN_IF_ERROR(c->Merge(c->input(0), pooled, &unused));
-  c->set_output(0, c->Matrix(num_rois, 5));
+Status BoxGradShape(InferenceContext* c, roi::RoiKind kind) {
+  PartialTensorShape features;
+  TF_RETURN_IF_ERROR(InputShape(c, 1, &features));
+  roi::RoiAttrs attrs;
+  roi::RoiShape shape;
+  TF_RETURN_IF_ERROR(
+      ReadCall(c, kind, features, "features", 2, &attrs, &shape));
+  TF_RETURN_IF_ERROR(CheckPooledInput(c, 0, "grads", attrs, shape));
+  c->set_output(0, c->Matrix(shape.num_rois, 5));
   return OkStatus();
 }
 
@@ -143,7 +135,7 @@ REGISTER_OP("CustomOps>RoiPool")
     .Output("argmax: int32")
     .TFCO_ROI_COMMON_ATTRS
     .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, Family::kPlain);
+      return ForwardShape(c, roi::RoiKind::kPool);
     })
     .Doc(R"doc(
 RoI max pooling (Fast R-CNN): each box is split into pooled_height x
@@ -172,9 +164,7 @@ REGISTER_OP("CustomOps>RoiPoolGrad")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS
     .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle unused;
-      TF_RETURN_IF_ERROR(c->Merge(c->input(0), c->input(2), &unused));
-      return GradShape(c, Family::kPlain, 3);
+      return GradShape(c, roi::RoiKind::kPool);
     })
     .Doc(R"doc(
 Gradient of RoiPool with respect to features: each incoming gradient goes to
@@ -194,7 +184,7 @@ REGISTER_OP("CustomOps>RoiAlign")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, Family::kPlain);
+      return ForwardShape(c, roi::RoiKind::kAlign);
     })
     .Doc(R"doc(
 RoI Align (Mask R-CNN): each output bin averages bilinearly interpolated
@@ -225,7 +215,7 @@ REGISTER_OP("CustomOps>RoiAlignGrad")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, Family::kPlain, 2);
+      return GradShape(c, roi::RoiKind::kAlign);
     })
     .Doc(R"doc(
 Gradient of RoiAlign with respect to features: each incoming gradient is spread
@@ -245,7 +235,7 @@ REGISTER_OP("CustomOps>RoiAlignGradBoxes")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = false")
     .SetShapeFn([](InferenceContext* c) {
-      return BoxGradShape(c, Family::kPlain);
+      return BoxGradShape(c, roi::RoiKind::kAlign);
     })
     .Doc(R"doc(
 Gradient of RoiAlign with respect to the box coordinates, at the sampling grid
@@ -267,7 +257,7 @@ REGISTER_OP("CustomOps>PsRoiPool")
     .Output("pooled: T")
     .TFCO_ROI_COMMON_ATTRS
     .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, Family::kPositionSensitive);
+      return ForwardShape(c, roi::RoiKind::kPsPool);
     })
     .Doc(R"doc(
 Position-sensitive RoI average pooling (R-FCN): output channel c of bin
@@ -295,7 +285,7 @@ REGISTER_OP("CustomOps>PsRoiPoolGrad")
     .Output("grad_features: T")
     .TFCO_ROI_COMMON_ATTRS
     .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, Family::kPositionSensitive, 2);
+      return GradShape(c, roi::RoiKind::kPsPool);
     })
     .Doc(R"doc(
 Gradient of PsRoiPool with respect to features.
@@ -313,7 +303,7 @@ REGISTER_OP("CustomOps>PsRoiAlign")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, Family::kPositionSensitive);
+      return ForwardShape(c, roi::RoiKind::kPsAlign);
     })
     .Doc(R"doc(
 Position-sensitive RoI Align: PsRoiPool's channel selection with RoiAlign's
@@ -346,7 +336,7 @@ REGISTER_OP("CustomOps>PsRoiAlignGrad")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, Family::kPositionSensitive, 2);
+      return GradShape(c, roi::RoiKind::kPsAlign);
     })
     .Doc(R"doc(
 Gradient of PsRoiAlign with respect to features.
@@ -365,7 +355,7 @@ REGISTER_OP("CustomOps>PsRoiAlignGradBoxes")
     .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
     .Attr("aligned: bool = true")
     .SetShapeFn([](InferenceContext* c) {
-      return BoxGradShape(c, Family::kPositionSensitive);
+      return BoxGradShape(c, roi::RoiKind::kPsAlign);
     })
     .Doc(R"doc(
 Gradient of PsRoiAlign with respect to the box coordinates, as
