@@ -1,11 +1,14 @@
 // Op specs of the RoI family for detection: RoiPool, RoiAlign, PsRoiPool,
-// PsRoiAlign and their gradient ops, whose shape functions run the kernels'
-// rules (roi_shape.h). Semantics follow torchvision.ops; see
-// core/kernels/roi/roi_geometry.h.
+// PsRoiAlign and their gradient ops, registered per kind (RegisterKind), and
+// their shape functions, which run the kernels' rules (roi_shape.h).
+// Semantics follow torchvision.ops; see core/kernels/roi/roi_geometry.h.
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -118,256 +121,172 @@ Status BoxGradShape(InferenceContext* c, roi::RoiKind kind) {
   return OkStatus();
 }
 
-}  // namespace
+// What tells the four kinds' ops apart; the rest of their specs is common.
+struct KindSpec {
+  const char* name;  // of the forward op, without the prefix
+  roi::RoiKind kind;
+  const char* aligned;  // the default of `aligned` (bilinear kinds)
+  // Docs: the forward op's summary and description, the doc of its argmax
+  // output (RoiPool) or aligned attr (bilinear kinds), the gradient op's and
+  // the box gradient op's (bilinear kinds) summaries.
+  const char* summary;
+  const char* own_doc;
+  const char* grad_summary;
+  const char* grad_boxes_summary;
+};
 
-#define TFCO_ROI_COMMON_ATTRS                                \
-  Attr("pooled_height: int >= 1")                            \
-      .Attr("pooled_width: int >= 1")                        \
-      .Attr("spatial_scale: float = 1.0")                    \
-      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")        \
-      .Attr("T: {half, bfloat16, float, double} = DT_FLOAT") \
-      .Attr("Tboxes: {float, double} = DT_FLOAT")
-
-REGISTER_OP("CustomOps>RoiPool")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("pooled: T")
-    .Output("argmax: int32")
-    .TFCO_ROI_COMMON_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, roi::RoiKind::kPool);
-    })
-    .Doc(R"doc(
-RoI max pooling (Fast R-CNN): each box is split into pooled_height x
+constexpr KindSpec kKinds[] = {
+    {"RoiPool", roi::RoiKind::kPool, nullptr,
+     R"doc(RoI max pooling (Fast R-CNN): each box is split into pooled_height x
 pooled_width bins of whole pixels, and each bin takes the maximum.
-
-features: The feature map, [N, H, W, C] (NHWC) or [N, C, H, W] (NCHW).
-rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map. Float, or double
-  with double features: the box geometry is computed in the features'
-  accumulation type (float for half, bfloat16 and float).
-pooled: [K, pooled_height, pooled_width, C] (or [K, C, pooled_height,
-  pooled_width]); 0 for empty bins.
-argmax: Same shape as pooled: h * W + w of the maximum within the box's feature
+)doc",
+     R"doc(argmax: Same shape as pooled: h * W + w of the maximum within the box's feature
   map, or -1 for empty bins. Feeds RoiPoolGrad.
-pooled_height: Output bins along the height.
-pooled_width: Output bins along the width.
-spatial_scale: Factor from box coordinates to feature-map coordinates.
-data_format: Layout of features and pooled.
-)doc");
-
-REGISTER_OP("CustomOps>RoiPoolGrad")
-    .Input("grads: T")
-    .Input("rois: Tboxes")
-    .Input("argmax: int32")
-    .Input("features_shape: int32")
-    .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, roi::RoiKind::kPool);
-    })
-    .Doc(R"doc(
-Gradient of RoiPool with respect to features: each incoming gradient goes to
+)doc",
+     R"doc(Gradient of RoiPool with respect to features: each incoming gradient goes to
 the position its bin's argmax names.
-
-grads: Gradient with respect to RoiPool's pooled output.
-rois: The boxes given to RoiPool.
-argmax: RoiPool's argmax output.
-features_shape: Shape of RoiPool's features, int32 [4].
-grad_features: Gradient with respect to features.
-)doc");
-
-REGISTER_OP("CustomOps>RoiAlign")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("pooled: T")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = false")
-    .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, roi::RoiKind::kAlign);
-    })
-    .Doc(R"doc(
-RoI Align (Mask R-CNN): each output bin averages bilinearly interpolated
+)doc",
+     nullptr},
+    {"RoiAlign", roi::RoiKind::kAlign, "false",
+     R"doc(RoI Align (Mask R-CNN): each output bin averages bilinearly interpolated
 samples on a regular grid inside the bin, with no rounding of box coordinates.
-
-features: The feature map, [N, H, W, C] (NHWC) or [N, C, H, W] (NCHW).
-rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map. Float, or double
-  with double features: the box geometry is computed in the features'
-  accumulation type (float for half, bfloat16 and float).
-pooled: [K, pooled_height, pooled_width, C] (or [K, C, pooled_height,
-  pooled_width]).
-pooled_height: Output bins along the height.
-pooled_width: Output bins along the width.
-spatial_scale: Factor from box coordinates to feature-map coordinates.
-sampling_ratio: Sampling points per bin along each axis; <= 0 picks
-  ceil(bin size) adaptively. At most 64.
-aligned: Shift box coordinates by -0.5 pixel so that pixel centres align
+)doc",
+     R"doc(aligned: Shift box coordinates by -0.5 pixel so that pixel centres align
   (recommended); false keeps the original, misaligned behaviour.
-data_format: Layout of features and pooled.
-)doc");
-
-REGISTER_OP("CustomOps>RoiAlignGrad")
-    .Input("grads: T")
-    .Input("rois: Tboxes")
-    .Input("features_shape: int32")
-    .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = false")
-    .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, roi::RoiKind::kAlign);
-    })
-    .Doc(R"doc(
-Gradient of RoiAlign with respect to features: each incoming gradient is spread
+)doc",
+     R"doc(Gradient of RoiAlign with respect to features: each incoming gradient is spread
 over the pixels its bilinear samples read, with the same weights.
-
-grads: Gradient with respect to RoiAlign's output.
-rois: The boxes given to RoiAlign.
-features_shape: Shape of RoiAlign's features, int32 [4].
-grad_features: Gradient with respect to features.
-)doc");
-
-REGISTER_OP("CustomOps>RoiAlignGradBoxes")
-    .Input("grads: T")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("grad_rois: Tboxes")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = false")
-    .SetShapeFn([](InferenceContext* c) {
-      return BoxGradShape(c, roi::RoiKind::kAlign);
-    })
-    .Doc(R"doc(
-Gradient of RoiAlign with respect to the box coordinates, at the sampling grid
+)doc",
+     R"doc(Gradient of RoiAlign with respect to the box coordinates, at the sampling grid
 the boxes give (the grid's size does not move with them), as CropAndResize's
 box gradient. Bilinear interpolation is not differentiable where a sample
 crosses a pixel row or column; there the slope of the pixel it lies in is
 taken.
-
-grads: Gradient with respect to RoiAlign's output.
-features: The features given to RoiAlign.
-rois: The boxes given to RoiAlign.
-grad_rois: Gradient with respect to rois, [K, 5] of their type; the batch
-  index column is 0.
-)doc");
-
-REGISTER_OP("CustomOps>PsRoiPool")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("pooled: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, roi::RoiKind::kPsPool);
-    })
-    .Doc(R"doc(
-Position-sensitive RoI average pooling (R-FCN): output channel c of bin
+)doc"},
+    {"PsRoiPool", roi::RoiKind::kPsPool, nullptr,
+     R"doc(Position-sensitive RoI average pooling (R-FCN): output channel c of bin
 (i, j) averages input channel (c * pooled_height + i) * pooled_width + j over
 the bin's whole pixels.
-
-features: The feature map, [N, H, W, C] (or NCHW) with C divisible by
-  pooled_height * pooled_width.
-rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map. Float, or double
-  with double features: the box geometry is computed in the features'
-  accumulation type (float for half, bfloat16 and float).
-pooled: [K, pooled_height, pooled_width, C / (pooled_height * pooled_width)]
-  (or NCHW); 0 for empty bins.
-pooled_height: Output bins along the height.
-pooled_width: Output bins along the width.
-spatial_scale: Factor from box coordinates to feature-map coordinates.
-data_format: Layout of features and pooled.
-)doc");
-
-REGISTER_OP("CustomOps>PsRoiPoolGrad")
-    .Input("grads: T")
-    .Input("rois: Tboxes")
-    .Input("features_shape: int32")
-    .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, roi::RoiKind::kPsPool);
-    })
-    .Doc(R"doc(
-Gradient of PsRoiPool with respect to features.
-
-grads: Gradient with respect to PsRoiPool's output.
-rois: The boxes given to PsRoiPool.
-features_shape: Shape of PsRoiPool's features, int32 [4].
-grad_features: Gradient with respect to features.
-)doc");
-
-REGISTER_OP("CustomOps>PsRoiAlign")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("pooled: T")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = true")
-    .SetShapeFn([](InferenceContext* c) {
-      return ForwardShape(c, roi::RoiKind::kPsAlign);
-    })
-    .Doc(R"doc(
-Position-sensitive RoI Align: PsRoiPool's channel selection with RoiAlign's
+)doc",
+     "", "Gradient of PsRoiPool with respect to features.\n", nullptr},
+    {"PsRoiAlign", roi::RoiKind::kPsAlign, "true",
+     R"doc(Position-sensitive RoI Align: PsRoiPool's channel selection with RoiAlign's
 bilinear sampling.
-
-features: The feature map, [N, H, W, C] (or NCHW) with C divisible by
-  pooled_height * pooled_width.
-rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
-  coordinates; spatial_scale maps them onto the feature map. Float, or double
-  with double features: the box geometry is computed in the features'
-  accumulation type (float for half, bfloat16 and float).
-pooled: [K, pooled_height, pooled_width, C / (pooled_height * pooled_width)]
-  (or NCHW).
-pooled_height: Output bins along the height.
-pooled_width: Output bins along the width.
-spatial_scale: Factor from box coordinates to feature-map coordinates.
-sampling_ratio: Sampling points per bin along each axis; <= 0 picks
-  ceil(bin size) adaptively. At most 64.
-aligned: Shift box coordinates by -0.5 pixel (the default, as torchvision's
+)doc",
+     R"doc(aligned: Shift box coordinates by -0.5 pixel (the default, as torchvision's
   ps_roi_align); false samples at the unshifted coordinates. Unlike RoiAlign,
   small boxes are never enlarged to 1x1.
-data_format: Layout of features and pooled.
-)doc");
-
-REGISTER_OP("CustomOps>PsRoiAlignGrad")
-    .Input("grads: T")
-    .Input("rois: Tboxes")
-    .Input("features_shape: int32")
-    .Output("grad_features: T")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = true")
-    .SetShapeFn([](InferenceContext* c) {
-      return GradShape(c, roi::RoiKind::kPsAlign);
-    })
-    .Doc(R"doc(
-Gradient of PsRoiAlign with respect to features.
-
-grads: Gradient with respect to PsRoiAlign's output.
-rois: The boxes given to PsRoiAlign.
-features_shape: Shape of PsRoiAlign's features, int32 [4].
-grad_features: Gradient with respect to features.
-)doc");
-
-REGISTER_OP("CustomOps>PsRoiAlignGradBoxes")
-    .Input("grads: T")
-    .Input("features: T")
-    .Input("rois: Tboxes")
-    .Output("grad_rois: Tboxes")
-    .TFCO_ROI_COMMON_ATTRS.Attr("sampling_ratio: int = -1")
-    .Attr("aligned: bool = true")
-    .SetShapeFn([](InferenceContext* c) {
-      return BoxGradShape(c, roi::RoiKind::kPsAlign);
-    })
-    .Doc(R"doc(
-Gradient of PsRoiAlign with respect to the box coordinates, as
+)doc",
+     "Gradient of PsRoiAlign with respect to features.\n",
+     R"doc(Gradient of PsRoiAlign with respect to the box coordinates, as
 RoiAlignGradBoxes.
+)doc"},
+};
 
-grads: Gradient with respect to PsRoiAlign's output.
-features: The features given to PsRoiAlign.
-rois: The boxes given to PsRoiAlign.
-grad_rois: Gradient with respect to rois, [K, 5] of their type; the batch
-  index column is 0.
-)doc");
+constexpr char kRoisDoc[] =
+    R"doc(rois: Boxes, [K, 5] rows (batch_index, x1, y1, x2, y2) in input-image
+  coordinates; spatial_scale maps them onto the feature map. Float, or double
+  with double features: the box geometry is computed in the features'
+  accumulation type (float for half, bfloat16 and float).
+)doc";
 
-#undef TFCO_ROI_COMMON_ATTRS
+constexpr char kAttrDocs[] = R"doc(pooled_height: Output bins along the height.
+pooled_width: Output bins along the width.
+spatial_scale: Factor from box coordinates to feature-map coordinates.
+data_format: Layout of features and pooled.
+)doc";
+
+// The attrs every op of `k` has, and its shape function.
+register_op::OpDefBuilderWrapper& Common(register_op::OpDefBuilderWrapper& op,
+                                         const KindSpec& k,
+                                         OpShapeInferenceFn shape_fn) {
+  op.Attr("pooled_height: int >= 1")
+      .Attr("pooled_width: int >= 1")
+      .Attr("spatial_scale: float = 1.0")
+      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+      .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+      .Attr("Tboxes: {float, double} = DT_FLOAT");
+  if (k.aligned != nullptr) {
+    op.Attr("sampling_ratio: int = -1")
+        .Attr(absl::StrCat("aligned: bool = ", k.aligned));
+  }
+  return op.SetShapeFn(std::move(shape_fn));
+}
+
+// Registers the ops of `k`: the forward op, its gradient op and, for the
+// bilinear kinds, its box gradient op.
+void RegisterKind(const KindSpec& k) {
+  const roi::RoiKind kind = k.kind;
+  const bool ps =
+      kind == roi::RoiKind::kPsPool || kind == roi::RoiKind::kPsAlign;
+  const bool pool = kind == roi::RoiKind::kPool;
+  const std::string name = absl::StrCat("CustomOps>", k.name);
+  const std::string sampling_doc =
+      k.aligned == nullptr
+          ? ""
+          : absl::StrCat(
+                "sampling_ratio: Sampling points per bin along each axis; <= 0 "
+                "picks\n  ceil(bin size) adaptively. At most ",
+                roi::kMaxSamplingRatio, ".\n");
+
+  register_op::OpDefBuilderWrapper forward(name.c_str());
+  forward.Input("features: T").Input("rois: Tboxes").Output("pooled: T");
+  if (pool) forward.Output("argmax: int32");
+  Common(forward, k,
+         [kind](InferenceContext* c) { return ForwardShape(c, kind); })
+      .Doc(absl::StrCat(
+          "\n", k.summary, "\nfeatures: The feature map, ",
+          ps ? "[N, H, W, C] (or NCHW) with C divisible by\n  pooled_height * "
+               "pooled_width.\n"
+             : "[N, H, W, C] (NHWC) or [N, C, H, W] (NCHW).\n",
+          kRoisDoc,
+          ps ? "pooled: [K, pooled_height, pooled_width, C / (pooled_height * "
+               "pooled_width)]\n  (or NCHW)"
+             : "pooled: [K, pooled_height, pooled_width, C] (or [K, C, "
+               "pooled_height,\n  pooled_width])",
+          k.aligned == nullptr ? "; 0 for empty bins.\n" : ".\n", k.own_doc,
+          kAttrDocs, sampling_doc));
+  forward();
+
+  // RoiPool has two outputs: its gradient's grads are of the pooled one.
+  const std::string of =
+      absl::StrCat(k.name, pool ? "'s pooled output" : "'s output");
+  register_op::OpDefBuilderWrapper grad((name + "Grad").c_str());
+  grad.Input("grads: T").Input("rois: Tboxes");
+  if (pool) grad.Input("argmax: int32");
+  grad.Input("features_shape: int32").Output("grad_features: T");
+  Common(grad, k, [kind](InferenceContext* c) { return GradShape(c, kind); })
+      .Doc(absl::StrCat(
+          "\n", k.grad_summary, "\ngrads: Gradient with respect to ", of,
+          ".\nrois: The boxes given to ", k.name, ".\n",
+          pool ? "argmax: RoiPool's argmax output.\n" : "",
+          "features_shape: Shape of ", k.name,
+          "'s features, int32 [4].\ngrad_features: Gradient with respect to "
+          "features.\n"));
+  grad();
+
+  if (k.grad_boxes_summary == nullptr) return;
+  register_op::OpDefBuilderWrapper grad_boxes((name + "GradBoxes").c_str());
+  grad_boxes.Input("grads: T")
+      .Input("features: T")
+      .Input("rois: Tboxes")
+      .Output("grad_rois: Tboxes");
+  Common(grad_boxes, k,
+         [kind](InferenceContext* c) { return BoxGradShape(c, kind); })
+      .Doc(absl::StrCat(
+          "\n", k.grad_boxes_summary, "\ngrads: Gradient with respect to ", of,
+          ".\nfeatures: The features given to ", k.name,
+          ".\nrois: The boxes given to ", k.name,
+          ".\ngrad_rois: Gradient with respect to rois, [K, 5] of "
+          "their type; the batch\n  index column is 0.\n"));
+  grad_boxes();
+}
+
+const bool kRegistered = [] {
+  for (const KindSpec& k : kKinds) RegisterKind(k);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace tensorflow
