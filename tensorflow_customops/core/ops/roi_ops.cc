@@ -46,6 +46,17 @@ Status ReadCall(InferenceContext* c, roi::RoiKind kind,
                                "pooled output");
 }
 
+// ReadCall on the features of input `features_input` and the rois of the
+// next input.
+Status ReadInputsCall(InferenceContext* c, roi::RoiKind kind,
+                      int features_input, roi::RoiAttrs* attrs,
+                      roi::RoiShape* shape) {
+  PartialTensorShape features;
+  TF_RETURN_IF_ERROR(InputShape(c, features_input, &features));
+  return ReadCall(c, kind, features, "features", features_input + 1, attrs,
+                  shape);
+}
+
 // Checks that input `i`, named `name`, has the pooled shape.
 Status CheckPooledInput(InferenceContext* c, int i, const char* name,
                         const roi::RoiAttrs& attrs,
@@ -58,12 +69,9 @@ Status CheckPooledInput(InferenceContext* c, int i, const char* name,
 // Forward: features [N, H, W, C] (or NCHW), rois [K, 5] -> pooled (and
 // RoiPool's argmax, of the same shape).
 Status ForwardShape(InferenceContext* c, roi::RoiKind kind) {
-  PartialTensorShape features;
-  TF_RETURN_IF_ERROR(InputShape(c, 0, &features));
   roi::RoiAttrs attrs;
   roi::RoiShape shape;
-  TF_RETURN_IF_ERROR(
-      ReadCall(c, kind, features, "features", 1, &attrs, &shape));
+  TF_RETURN_IF_ERROR(ReadInputsCall(c, kind, 0, &attrs, &shape));
   const ShapeHandle pooled =
       shape_util::MakeShape(c, roi::PooledDims(shape, attrs));
   for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, pooled);
@@ -110,12 +118,9 @@ Status GradShape(InferenceContext* c, roi::RoiKind kind) {
 
 // Box gradient: grads (pooled shape), features, rois -> rois' shape.
 Status BoxGradShape(InferenceContext* c, roi::RoiKind kind) {
-  PartialTensorShape features;
-  TF_RETURN_IF_ERROR(InputShape(c, 1, &features));
   roi::RoiAttrs attrs;
   roi::RoiShape shape;
-  TF_RETURN_IF_ERROR(
-      ReadCall(c, kind, features, "features", 2, &attrs, &shape));
+  TF_RETURN_IF_ERROR(ReadInputsCall(c, kind, 1, &attrs, &shape));
   TF_RETURN_IF_ERROR(CheckPooledInput(c, 0, "grads", attrs, shape));
   c->set_output(0, c->Matrix(shape.num_rois, 5));
   return OkStatus();
