@@ -11,6 +11,7 @@ runs with the PATH of the outer build's actions, so the outputs that do not
 depend on the new op come from the disk cache (.bazelrc) that build filled.
 """
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -90,7 +91,20 @@ class NewOpTest(unittest.TestCase):
         )
         return result.stdout
 
+    def _digests(self):
+        """Path (relative) -> sha256 of every file of the scratch copy."""
+        digests = {}
+        for directory, _, files in os.walk(self.repo):
+            for name in files:
+                path = os.path.join(directory, name)
+                with open(path, "rb") as f:
+                    digests[os.path.relpath(path, self.repo)] = hashlib.sha256(
+                        f.read()
+                    ).hexdigest()
+        return digests
+
     def test_generated_op_builds_and_passes(self):
+        before = self._digests()
         written = self._run(
             sys.executable, "tools/new_op.py", _NAME, "--function", "probe"
         )
@@ -117,6 +131,13 @@ class NewOpTest(unittest.TestCase):
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
             self.assertIn(f"python.ops.{_NAME}_ops import probe\n", f.read())
         self.assertIn("recorded CustomOps>ScaffoldProbe version 1", written)
+        # The whole walk, recording the spec history and goldens included,
+        # changes no other existing file.
+        after = self._digests()
+        self.assertEqual(
+            sorted(path for path, digest in before.items() if after[path] != digest),
+            changed,
+        )
         # Without the XLA library, whose sources take minutes to compile; the
         # new op's lowering is compiled on its own.
         self._run("bazel", "test", "--config=noxla", *_TARGETS)

@@ -35,11 +35,6 @@ Status Dims4(InferenceContext* c, int i, const char* name,
   return OkStatus();
 }
 
-ShapeHandle MakeShape(InferenceContext* c, const std::array<int64_t, 4>& d) {
-  return c->MakeShape(
-      {c->MakeDim(d[0]), c->MakeDim(d[1]), c->MakeDim(d[2]), c->MakeDim(d[3])});
-}
-
 // The attrs and geometry from inputs input (0), filter (1), offset (2) and
 // mask (3); without use_mask, mask must be empty where its shape is known.
 Status Geometry(InferenceContext* c, dc::Attrs* attrs, dc::Geometry* g) {
@@ -63,7 +58,7 @@ Status ForwardShape(InferenceContext* c) {
   dc::Attrs attrs;
   dc::Geometry g;
   TF_RETURN_IF_ERROR(Geometry(c, &attrs, &g));
-  const ShapeHandle output = MakeShape(c, dc::OutputDims(attrs, g));
+  const ShapeHandle output = shape_util::MakeShape(c, dc::OutputDims(attrs, g));
   TF_RETURN_IF_ERROR(shape_util::CheckNumElements(c, output, "output"));
   c->set_output(0, output);
   return OkStatus();

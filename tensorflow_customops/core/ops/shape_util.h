@@ -4,8 +4,11 @@
 #define TENSORFLOW_CUSTOMOPS_CORE_OPS_SHAPE_UTIL_H_
 
 #include <cstdint>
+#include <vector>
 
+#include "absl/types/span.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/lib/core/errors.h"
 #include "tensorflow/core/util/overflow.h"
 
@@ -32,6 +35,28 @@ inline Status CheckNumElements(shape_inference::InferenceContext* c,
                                    ": its number of elements overflows int64");
   }
   return OkStatus();
+}
+
+// `shape` as a PartialTensorShape, for rules written once for the shape
+// functions and the kernels (a TensorShape converts to one).
+inline Status PartialShape(shape_inference::InferenceContext* c,
+                           shape_inference::ShapeHandle shape,
+                           PartialTensorShape* out) {
+  if (!c->RankKnown(shape)) {
+    *out = PartialTensorShape();
+    return OkStatus();
+  }
+  std::vector<int64_t> dims(c->Rank(shape));
+  for (int i = 0; i < c->Rank(shape); ++i) dims[i] = c->Value(c->Dim(shape, i));
+  return PartialTensorShape::BuildPartialTensorShape(dims, out);
+}
+
+// The shape of `dims`, unknown where a dim is -1 (kUnknownDim).
+inline shape_inference::ShapeHandle MakeShape(
+    shape_inference::InferenceContext* c, absl::Span<const int64_t> dims) {
+  std::vector<shape_inference::DimensionHandle> handles;
+  for (int64_t dim : dims) handles.push_back(c->MakeDim(dim));
+  return c->MakeShape(handles);
 }
 
 }  // namespace shape_util

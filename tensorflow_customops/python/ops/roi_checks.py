@@ -8,7 +8,9 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-# The kernels' limit (kMaxSamplingRatio in core/kernels/roi/roi_geometry.h).
+# The ops' limit (kMaxSamplingRatio in core/kernels/roi/roi_shape.h), checked
+# here too so that the layers refuse it when built, before any tracing
+# (roi_validation_test checks that the two agree).
 _MAX_SAMPLING_RATIO = 64
 FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 # Keras' names map onto TensorFlow's.

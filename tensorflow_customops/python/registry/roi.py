@@ -191,13 +191,13 @@ def _large_shapes(test, op):
     # bins.
     if ps:
         features, output_size = tf.zeros([1, 0, 0, HUGE]), 2
-        dims = f"2, 2, {2**60}"
+        dims = f"2,2,{2**60}"
     else:
         features, output_size = tf.zeros([1, 2, 2, 4]), INT32_MAX
-        dims = "2147483647, 2147483647, 4"
+        dims = "2147483647,2147483647,4"
     with test.assertRaisesRegex(
         tf.errors.InvalidArgumentError,
-        rf"pooled output \[4, {dims}\]: its number of elements overflows int64",
+        rf"pooled output \[4,{dims}\]: its number of elements overflows int64",
     ):
         raw(features, boxes.unit(4), **_attrs(op, output_size))
     if ps:
@@ -242,7 +242,7 @@ def _grad_large_shapes(test, op):
         traced(overflows)
     with test.assertRaisesRegex(
         tf.errors.InvalidArgumentError,
-        r"features_shape \[2147483647, 2147483647, 1, 2147483647\]: its number "
+        r"features_shape \[2147483647,2147483647,1,2147483647\]: its number "
         r"of elements overflows int64",
     ):
         grad(tf.zeros([0, 1, 1, INT32_MAX]), overflows, **_attrs(op, 1))

@@ -300,17 +300,12 @@ struct RoiAlignGradBoxes<CPUDevice, T, B> {
   }
 };
 
-// Float boxes with every feature type, double boxes with double features
-// (roi::BoxTypesOk).
-#define DEFINE_CPU_SPEC_BOXES(T, B)              \
+#define DEFINE_CPU_SPEC(T, B)                    \
   template struct RoiAlign<CPUDevice, T, B>;     \
   template struct RoiAlignGrad<CPUDevice, T, B>; \
   template struct RoiAlignGradBoxes<CPUDevice, T, B>;
-#define DEFINE_CPU_SPEC(T) DEFINE_CPU_SPEC_BOXES(T, float)
-TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
-DEFINE_CPU_SPEC_BOXES(double, double)
+TFCO_ROI_CALL_TYPES(DEFINE_CPU_SPEC)
 #undef DEFINE_CPU_SPEC
-#undef DEFINE_CPU_SPEC_BOXES
 
 }  // namespace functor
 

@@ -7,62 +7,79 @@
 #include "tensorflow_customops/core/kernels/roi/roi_align_op.h"
 #include "tensorflow_customops/core/kernels/roi/roi_cpu_loops.h"
 
-extern "C" TfcoError TfcoRoiAlign(
-    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-    const tensorflow::customops::roi::RoiArgs* args, const void* features,
-    const void* rois, void* pooled) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return roi::RunRoiKernel(roi::KindName(args->attrs.kind), device, dtype,
-                           boxes_dtype, [&](const auto& d, auto t, auto b) {
-                             typedef decltype(t) T;
-                             typedef decltype(b) B;
-                             typedef std::decay_t<decltype(d)> Device;
-                             T* out = static_cast<T*>(pooled);
-                             auto run = [&](const roi::RoiArgs& a, const T* x) {
+namespace tensorflow {
+namespace customops {
+namespace roi {
+namespace {
+
+struct AlignForward {
+  template <typename Device, typename T, typename B>
+  static void Run(const Device& d, const RoiArgs& args, const void* features,
+                  const void* rois, void* pooled) {
+    ReadFeaturesChannelsLast(d, args, static_cast<const T*>(features),
+                             [&](const RoiArgs& a, const T* x) {
                                functor::RoiAlign<Device, T, B>()(
-                                   d, a, x, static_cast<const B*>(rois), out);
-                             };
-                             roi::ReadFeaturesChannelsLast(
-                                 d, *args, static_cast<const T*>(features),
-                                 run);
-                           });
+                                   d, a, x, static_cast<const B*>(rois),
+                                   static_cast<T*>(pooled));
+                             });
+  }
+};
+
+struct AlignBackward {
+  template <typename Device, typename T, typename B>
+  static void Run(const Device& d, const RoiArgs& args, const void* grads,
+                  const void* rois, void* grad_features) {
+    functor::RoiAlignGrad<Device, T, B>()(
+        d, BackwardArgs(d, args), static_cast<const T*>(grads),
+        static_cast<const B*>(rois), static_cast<T*>(grad_features));
+  }
+};
+
+struct AlignBoxGradient {
+  template <typename Device, typename T, typename B>
+  static void Run(const Device& d, const RoiArgs& args, const void* grads,
+                  const void* features, const void* rois, void* grad_rois) {
+    ReadFeaturesChannelsLast(d, args, static_cast<const T*>(features),
+                             [&](const RoiArgs& a, const T* x) {
+                               functor::RoiAlignGradBoxes<Device, T, B>()(
+                                   d, a, static_cast<const T*>(grads), x,
+                                   static_cast<const B*>(rois),
+                                   static_cast<B*>(grad_rois));
+                             });
+  }
+};
+
+}  // namespace
+}  // namespace roi
+}  // namespace customops
+}  // namespace tensorflow
+
+namespace roi = tensorflow::customops::roi;
+
+extern "C" TfcoError TfcoRoiAlign(const TfcoDevice* device, TfcoDtype dtype,
+                                  TfcoDtype boxes_dtype,
+                                  const roi::RoiArgs* args,
+                                  const void* features, const void* rois,
+                                  void* pooled) {
+  return roi::RunRoiKernel<roi::AlignForward>(device, dtype, boxes_dtype, *args,
+                                              features, rois, pooled);
 }
 
-extern "C" TfcoError TfcoRoiAlignGrad(
-    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* rois, void* grad_features) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return roi::RunRoiKernel(
-      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
-      [&](const auto& d, auto t, auto b) {
-        typedef decltype(t) T;
-        typedef decltype(b) B;
-        functor::RoiAlignGrad<std::decay_t<decltype(d)>, T, B>()(
-            d, roi::BackwardArgs(d, *args), static_cast<const T*>(grads),
-            static_cast<const B*>(rois), static_cast<T*>(grad_features));
-      });
+extern "C" TfcoError TfcoRoiAlignGrad(const TfcoDevice* device, TfcoDtype dtype,
+                                      TfcoDtype boxes_dtype,
+                                      const roi::RoiArgs* args,
+                                      const void* grads, const void* rois,
+                                      void* grad_features) {
+  return roi::RunRoiKernel<roi::AlignBackward>(
+      device, dtype, boxes_dtype, *args, grads, rois, grad_features);
 }
 
 extern "C" TfcoError TfcoRoiAlignGradBoxes(
     const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-    const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* features, const void* rois, void* grad_rois) {
-  using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return roi::RunRoiKernel(
-      roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
-      [&](const auto& d, auto t, auto b) {
-        typedef decltype(t) T;
-        typedef decltype(b) B;
-        typedef std::decay_t<decltype(d)> Device;
-        auto run = [&](const roi::RoiArgs& a, const T* x) {
-          functor::RoiAlignGradBoxes<Device, T, B>()(
-              d, a, static_cast<const T*>(grads), x,
-              static_cast<const B*>(rois), static_cast<B*>(grad_rois));
-        };
-        roi::ReadFeaturesChannelsLast(d, *args, static_cast<const T*>(features),
-                                      run);
-      });
+    const roi::RoiArgs* args, const void* grads, const void* features,
+    const void* rois, void* grad_rois) {
+  return roi::RunRoiKernel<roi::AlignBoxGradient>(
+      device, dtype, boxes_dtype, *args, grads, features, rois, grad_rois);
 }
 
 extern "C" TfcoError TfcoRoiCheckBoxes(const TfcoDevice* device,

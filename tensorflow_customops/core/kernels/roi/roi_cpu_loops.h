@@ -253,12 +253,39 @@ inline RoiArgs BackwardArgs(const GPUDevice&, const RoiArgs& args) {
   return args;
 }
 
-// RunKernel of kernel(d, T(), B()) for features of `dtype` (T) and boxes of
-// `boxes_dtype` (B), a pair BoxTypesOk accepts.
-template <typename Kernel>
-TfcoError RunRoiKernel(const char* op, const TfcoDevice* device,
-                       TfcoDtype dtype, TfcoDtype boxes_dtype,
-                       Kernel&& kernel) {
+// The name of a kernel of `kind` in error messages.
+inline const char* KindName(RoiKind kind) {
+  switch (kind) {
+    case RoiKind::kPool:
+      return "RoiPool";
+    case RoiKind::kAlign:
+      return "RoiAlign";
+    case RoiKind::kPsPool:
+      return "PsRoiPool";
+    case RoiKind::kPsAlign:
+      return "PsRoiAlign";
+  }
+  return "RoI";
+}
+
+// Calls m(T, B) for every pair of feature and box types BoxTypesOk accepts,
+// those RunRoiKernel dispatches to: the types to instantiate functors for.
+#define TFCO_ROI_CALL_TYPES(m)                                    \
+  m(Eigen::half, float) m(Eigen::bfloat16, float) m(float, float) \
+      m(double, float) m(double, double)
+
+// The entry points' dispatch: RunKernel of Entry::Run<Device, T, B>(d, args,
+// pointers...) for features of `dtype` (T) and boxes of `boxes_dtype` (B), a
+// pair BoxTypesOk accepts; its errors name args' kind.
+template <typename Entry, typename... Pointers>
+TfcoError RunRoiKernel(const TfcoDevice* device, TfcoDtype dtype,
+                       TfcoDtype boxes_dtype, const RoiArgs& args,
+                       Pointers... pointers) {
+  const char* op = KindName(args.attrs.kind);
+  auto kernel = [&](const auto& d, auto t, auto b) {
+    Entry::template Run<std::decay_t<decltype(d)>, decltype(t), decltype(b)>(
+        d, args, pointers...);
+  };
   if (!BoxTypesOk(dtype, boxes_dtype)) {
     ClearError();
     RecordError(std::string(op) + ": no kernel for features of element type " +
@@ -274,21 +301,6 @@ TfcoError RunRoiKernel(const char* op, const TfcoDevice* device,
   }
   return RunKernel<FloatTypes, FloatTypes>(
       op, device, dtype, [&](const auto& d, auto t) { kernel(d, t, float()); });
-}
-
-// The name of a kernel of `kind` in error messages.
-inline const char* KindName(RoiKind kind) {
-  switch (kind) {
-    case RoiKind::kPool:
-      return "RoiPool";
-    case RoiKind::kAlign:
-      return "RoiAlign";
-    case RoiKind::kPsPool:
-      return "PsRoiPool";
-    case RoiKind::kPsAlign:
-      return "PsRoiAlign";
-  }
-  return "RoI";
 }
 
 }  // namespace roi

@@ -31,9 +31,6 @@ struct AccumulatorType<double> {
   typedef double type;
 };
 
-// Upper bound on sampling_ratio.
-constexpr int kMaxSamplingRatio = 64;
-
 // Bound on box coordinates times spatial_scale (feature-map pixels), far
 // beyond any map (height * width < 2^31), so that box arithmetic stays finite
 // in float and every position converted to an integer fits it.

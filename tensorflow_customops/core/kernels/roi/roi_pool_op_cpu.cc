@@ -324,18 +324,13 @@ struct PsRoiPoolGrad<CPUDevice, T, B> {
   }
 };
 
-// Float boxes with every feature type, double boxes with double features
-// (roi::BoxTypesOk).
-#define DEFINE_CPU_SPEC_BOXES(T, B)             \
+#define DEFINE_CPU_SPEC(T, B)                   \
   template struct RoiPool<CPUDevice, T, B>;     \
   template struct RoiPoolGrad<CPUDevice, T, B>; \
   template struct PsRoiPool<CPUDevice, T, B>;   \
   template struct PsRoiPoolGrad<CPUDevice, T, B>;
-#define DEFINE_CPU_SPEC(T) DEFINE_CPU_SPEC_BOXES(T, float)
-TFCO_CALL_FLOAT_TYPES(DEFINE_CPU_SPEC)
-DEFINE_CPU_SPEC_BOXES(double, double)
+TFCO_ROI_CALL_TYPES(DEFINE_CPU_SPEC)
 #undef DEFINE_CPU_SPEC
-#undef DEFINE_CPU_SPEC_BOXES
 
 }  // namespace functor
 

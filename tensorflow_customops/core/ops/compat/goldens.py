@@ -14,6 +14,7 @@ for attrs without a default gives its registry entry a `golden` Override
 """
 
 import dataclasses
+import glob
 import hashlib
 import json
 import os
@@ -285,15 +286,28 @@ def record(op_def, version):
 
 
 def read_manifest(root="."):
-    """Golden path (relative to testdata/) -> recorded sha256."""
-    path = os.path.join(root, TESTDATA_DIR, MANIFEST)
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {
-            name: digest
-            for digest, name in (line.split() for line in f if line.strip())
-        }
+    """Golden path (relative to testdata/) -> recorded sha256, from every op
+    folder's MANIFEST (one per op, so that recording an op's goldens touches
+    no other op's files)."""
+    manifest = {}
+    for path in sorted(glob.glob(os.path.join(root, TESTDATA_DIR, "*", MANIFEST))):
+        with open(path) as f:
+            manifest.update(
+                (name, digest)
+                for digest, name in (line.split() for line in f if line.strip())
+            )
+    return manifest
+
+
+def write_manifest(stem, manifest):
+    """Writes the MANIFEST of op folder `stem` from `manifest`'s entries of
+    that folder."""
+    with open(os.path.join(TESTDATA_DIR, stem, MANIFEST), "w") as f:
+        f.writelines(
+            f"{digest}  {name}\n"
+            for name, digest in sorted(manifest.items())
+            if name.startswith(stem + "/")
+        )
 
 
 def file_digest(path):

@@ -183,7 +183,7 @@ std::vector<std::string> PendingUpdates(const OpList& current,
   }
   if (TextProto(current) != TextProto(recorded)) {
     pending.push_back(absl::StrCat(
-        "ops.pbtxt differs from the registered ops (a spec or its docs "
+        "registered_ops/ differs from the registered ops (a spec or its docs "
         "changed); run ",
         kUpdateCommand));
   }
@@ -249,14 +249,37 @@ Status WriteHistory(const std::string& dir, const OpHistory& history) {
 }
 
 Status ReadOpList(const std::string& path, OpList* ops) {
-  return ReadTextProto(path, ops);
+  if (!std::filesystem::is_directory(path)) return ReadTextProto(path, ops);
+  std::vector<OpDef> all;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    if (entry.path().extension() != ".pbtxt") continue;
+    OpList file;
+    TF_RETURN_IF_ERROR(ReadTextProto(entry.path().string(), &file));
+    for (OpDef& op : *file.mutable_op()) all.push_back(std::move(op));
+  }
+  if (error) {
+    return errors::NotFound("cannot list ", path, ": ", error.message());
+  }
+  // In RegisteredCustomOps' order, whatever the directory's.
+  std::sort(all.begin(), all.end(),
+            [](const OpDef& a, const OpDef& b) { return a.name() < b.name(); });
+  ops->Clear();
+  for (OpDef& op : all) *ops->add_op() = std::move(op);
+  return OkStatus();
 }
 
-Status WriteOpList(const std::string& path, const OpList& ops) {
-  return WriteText(path,
-                   absl::StrCat("# Every CustomOps> op as registered now, with "
-                                "docs.\n",
-                                kFileHeader, TextProto(ops)));
+Status WriteRegisteredOps(const std::string& dir, const OpList& ops) {
+  std::filesystem::create_directories(dir);
+  for (const OpDef& op : ops.op()) {
+    OpList file;
+    *file.add_op() = op;
+    TF_RETURN_IF_ERROR(WriteText(
+        absl::StrCat(dir, "/", HistoryFileName(op.name())),
+        absl::StrCat("# ", op.name(), " as registered now, with docs.\n",
+                     kFileHeader, TextProto(file))));
+  }
+  return OkStatus();
 }
 
 Status DowngradeGraphDef(const OpList& consumer_ops,

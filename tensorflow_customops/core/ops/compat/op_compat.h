@@ -41,7 +41,8 @@ std::vector<std::string> IncompatibleChanges(const OpList& current,
                                              const OpHistory& history);
 
 // Differences that the updater records: an op with no history, a spec that
-// differs from its latest version, or an out-of-date ops.pbtxt (`recorded`).
+// differs from its latest version, or an out-of-date registered_ops/
+// (`recorded`).
 std::vector<std::string> PendingUpdates(const OpList& current,
                                         const OpHistory& history,
                                         const OpList& recorded);
@@ -50,11 +51,18 @@ std::vector<std::string> PendingUpdates(const OpList& current,
 std::vector<std::string> UpdateHistory(const OpList& current,
                                        OpHistory* history);
 
-// Reads and writes the history folder (one file per op) and ops.pbtxt.
+// Reads and writes the history folder (one file per op).
 Status ReadHistory(const std::string& dir, OpHistory* history);
 Status WriteHistory(const std::string& dir, const OpHistory& history);
+
+// Reads a text-format OpList file, or a folder of them (registered_ops/,
+// whose ops it sorts by name).
 Status ReadOpList(const std::string& path, OpList* ops);
-Status WriteOpList(const std::string& path, const OpList& ops);
+
+// Writes registered_ops/: one file per op, as registered now, with docs (the
+// history strips them). One file per op, so that adding an op touches no
+// other op's files.
+Status WriteRegisteredOps(const std::string& dir, const OpList& ops);
 
 // Prepares `graph` for a consumer whose library registers `consumer_ops`:
 // attrs that the consumer's specs lack are removed where they equal the

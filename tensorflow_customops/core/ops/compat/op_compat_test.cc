@@ -145,7 +145,7 @@ void TestCompatibleEvolutionAndUpdate() {
   CHECK_EQ(pending[0],
            "no history for op CustomOps>Synthetic; run bazel run "
            "//tensorflow_customops/core/ops/compat:update_ops_history");
-  CHECK(absl::StrContains(pending[1], "ops.pbtxt differs")) << pending[1];
+  CHECK(absl::StrContains(pending[1], "registered_ops/ differs")) << pending[1];
   CHECK_EQ(UpdateHistory(v1, &history).size(), 1);
 
   const OpList v2 = ListOf(

@@ -7,8 +7,10 @@
 //
 // check fails on any incompatible change or pending update; update refuses
 // incompatible changes with the same messages and otherwise is the only
-// writer of DIR/ops_history_v1/ and DIR/ops.pbtxt. Under `bazel run`, paths
-// other than --library (a runfile) are taken from the workspace.
+// writer of DIR/ops_history_v1/ and DIR/registered_ops/. downgrade's
+// OPS_PBTXT is a text OpList, or a folder of them (an older release's
+// registered_ops/). Under `bazel run`, paths other than --library (a runfile)
+// are taken from the workspace.
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +31,7 @@ namespace customops_compat {
 namespace {
 
 constexpr char kHistoryDir[] = "/ops_history_v1";
-constexpr char kOpsFile[] = "/ops.pbtxt";
+constexpr char kRegisteredOpsDir[] = "/registered_ops";
 
 std::string FromWorkspace(const std::string& path) {
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
@@ -66,8 +68,8 @@ int CheckOrUpdate(bool update, const std::string& compat_dir,
   Status status = ReadHistory(compat_dir + kHistoryDir, &history);
   if (!status.ok()) return Fail(customops::StatusMessage(status));
   OpList recorded;
-  // A missing ops.pbtxt is one more pending update.
-  ReadOpList(compat_dir + kOpsFile, &recorded).IgnoreError();
+  // A missing registered_ops/ is one more pending update.
+  ReadOpList(compat_dir + kRegisteredOpsDir, &recorded).IgnoreError();
 
   if (Report("Incompatible op changes (never allowed; revert them or add a "
              "new op):",
@@ -80,7 +82,9 @@ int CheckOrUpdate(bool update, const std::string& compat_dir,
   }
   const std::vector<std::string> changed = UpdateHistory(current, &history);
   status = WriteHistory(compat_dir + kHistoryDir, history);
-  if (status.ok()) status = WriteOpList(compat_dir + kOpsFile, current);
+  if (status.ok()) {
+    status = WriteRegisteredOps(compat_dir + kRegisteredOpsDir, current);
+  }
   if (!status.ok()) return Fail(customops::StatusMessage(status));
   for (const std::string& line : changed) {
     std::printf("recorded %s\n", line.c_str());

@@ -5,7 +5,7 @@
 Goldens are immutable: an existing one is never rewritten, so a spec change
 gets new goldens only through a new history version
 (bazel run //tensorflow_customops/core/ops/compat:update_ops_history). Writes under
-tensorflow_customops/core/ops/compat/testdata/ and its SHA256SUMS.
+tensorflow_customops/core/ops/compat/testdata/<op>/, with the op's SHA256SUMS.
 """
 
 import os
@@ -32,6 +32,7 @@ def main():
     manifest = goldens.read_manifest()
     recorded = 0
     for name, versions in sorted(history.items()):
+        new = False
         for version, op_def in enumerate(versions, start=1):
             paths = goldens.golden_paths(name, version)
             if any(os.path.exists(p) for p in paths):
@@ -45,8 +46,9 @@ def main():
                 )
             print(f"recorded {name} version {version}: {paths[0]}")
             recorded += 1
-    with open(os.path.join(goldens.TESTDATA_DIR, goldens.MANIFEST), "w") as f:
-        f.writelines(f"{digest}  {name}\n" for name, digest in sorted(manifest.items()))
+            new = True
+        if new:
+            goldens.write_manifest(goldens.file_stem(name), manifest)
     print(f"{recorded} new golden(s); existing goldens left untouched")
 
 

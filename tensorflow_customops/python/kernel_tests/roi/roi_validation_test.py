@@ -8,7 +8,7 @@ from absl.testing import parameterized
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
-from tensorflow_customops.python.ops import roi_ops
+from tensorflow_customops.python.ops import roi_checks, roi_ops
 
 _raw = roi_ops._ops
 _BAD_INPUT = (tf.errors.InvalidArgumentError, ValueError)
@@ -136,6 +136,20 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
         ):
             _raw_call(op, _features(op), rois, sampling_ratio=ratio)
 
+    @parameterized.parameters(sorted(util.SAMPLING))
+    def test_sampling_ratio_bound_is_the_ops(self, op):
+        # roi_checks mirrors kMaxSamplingRatio: the op takes the bound and
+        # refuses one more, as the wrapper does.
+        bound = roi_checks._MAX_SAMPLING_RATIO
+        rois = [[0, 1, 1, 3, 3]]
+        _raw_call(op, _features(op), rois, sampling_ratio=bound)
+        self.assertEqual(roi_checks.check_sampling_ratio(bound), bound)
+        message = rf"sampling_ratio must be at most {bound} .*got {bound + 1}"
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+            _raw_call(op, _features(op), rois, sampling_ratio=bound + 1)
+        with self.assertRaisesRegex(ValueError, message):
+            roi_checks.check_sampling_ratio(bound + 1)
+
     @parameterized.product(op=sorted(util.SAMPLING), jit=[False, True])
     def test_adaptive_grid_has_no_cap(self, op, jit):
         # torchvision's rule: ceil(bin size) samples per axis, however many.
@@ -175,7 +189,11 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.parameters(sorted(util.POSITION_SENSITIVE))
     def test_channel_divisibility_in_shape_function(self, op):
         with tf.Graph().as_default():
-            with self.assertRaisesRegex(ValueError, r"evenly divisible"):
+            with self.assertRaisesRegex(
+                ValueError,
+                r"features channels \(6\) must be divisible by the number of output "
+                r"bins pooled_height \* pooled_width = 4",
+            ):
                 _call(
                     op,
                     tf.compat.v1.placeholder(tf.float32, [None, 5, 5, 6]),
@@ -201,14 +219,18 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
             _raw_call(op, tf.zeros(shape), [[0, 1, 1, 3, 3]])
 
     @parameterized.parameters(util.OP_NAMES)
-    def test_shape_function_checks_ranks(self, op):
+    def test_shape_function_checks_shapes(self, op):
+        # With the kernels' messages: one rule (roi_shape.h) serves both.
+        rois_message = r"rois must have shape \[K, 5\] with rows .*, got shape "
         with tf.Graph().as_default():
             features = tf.compat.v1.placeholder(tf.float32, [None, 5, 5, 8])
-            with self.assertRaisesRegex(ValueError, r"must be rank 2"):
+            with self.assertRaisesRegex(ValueError, rois_message + r"\[5\]"):
                 _raw_call(op, features, tf.compat.v1.placeholder(tf.float32, [5]))
-            with self.assertRaisesRegex(ValueError, r"must be 5 but is 4"):
+            with self.assertRaisesRegex(ValueError, rois_message + r"\[\?,4\]"):
                 _raw_call(op, features, tf.compat.v1.placeholder(tf.float32, [None, 4]))
-            with self.assertRaisesRegex(ValueError, r"must be rank 4"):
+            with self.assertRaisesRegex(
+                ValueError, r"features must be 4-D \(NHWC\), got shape \[5,5,8\]"
+            ):
                 _raw_call(
                     op,
                     tf.compat.v1.placeholder(tf.float32, [5, 5, 8]),

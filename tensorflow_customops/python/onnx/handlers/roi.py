@@ -14,9 +14,6 @@ from tensorflow_customops.python.onnx import handler_util
 _ROI_ALIGN_DTYPES = (TensorProto.FLOAT, TensorProto.DOUBLE)
 _WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
-# The kernels' bound on sampling_ratio (kMaxSamplingRatio).
-_MAX_SAMPLING_RATIO = 64
-
 
 @handler_util.custom_op_handler("RoiAlign", min_opset=16)
 class RoiAlign:
@@ -32,19 +29,12 @@ class RoiAlign:
                 "TensorRT computes double as float: cast the features to float32, "
                 'or export for target="onnxruntime"',
             )
-        sampling_ratio = node.get_attr_value("sampling_ratio")
-        if sampling_ratio > _MAX_SAMPLING_RATIO:
-            # The kernel refuses it when built; the model would never have run.
-            handler_util.refuse(
-                node,
-                f"sampling_ratio must be at most {_MAX_SAMPLING_RATIO}, got "
-                f"{sampling_ratio}",
-            )
         features = handler_util.nchw_input(ctx, node, 0)
         if compute != dtype:
             features = ctx.make_node("Cast", [features], attr={"to": compute}).output[0]
         boxes, batch = handler_util.split_rois(ctx, node, 1, compute)
         aligned = node.get_attr_value("aligned")
+        sampling_ratio = node.get_attr_value("sampling_ratio")
         if aligned and sampling_ratio <= 0:
             boxes = _sampled_boxes(ctx, node, boxes, compute)
         attr = {

@@ -12,7 +12,7 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_lowering_helpers.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {

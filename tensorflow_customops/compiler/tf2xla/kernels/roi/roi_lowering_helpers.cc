@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+
 namespace tensorflow {
 namespace customops {
 namespace roi {
@@ -43,9 +45,8 @@ Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
   call->boxes = context->input_xla_type(rois_input);
   call->dynamic_boxes = call->b->GetShape(rois)->is_dynamic_dimension(0);
   call->num_boxes = xla::GetDimensionSize(rois, 0);
-  TensorShape pooled;
-  TF_RETURN_IF_ERROR(roi::PooledShape(call->shape, attrs, &pooled));
-  return OkStatus();
+  return roi::CheckNumElements(roi::PooledDims(call->shape, attrs),
+                               "pooled output");
 }
 
 xla::XlaOp Padded(XlaOpKernelContext* context, int i) {

@@ -16,10 +16,10 @@
 // same terms in another order.
 //
 // Data checks that the regular kernels raise (ValidateRois, argmax range)
-// cannot raise inside a compiled program: a box
-// that fails them gives zeros and no gradient, and an out-of-range argmax
-// entry is skipped. Attr and shape checks are the regular kernels' own
-// (roi_args), at compile time.
+// cannot raise inside a compiled program: a box that fails them gives zeros
+// and no gradient, and an out-of-range argmax entry is skipped. Attr and
+// shape checks are the rules the shape functions and the regular kernels
+// share (roi_shape.h), at compile time.
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_LOWERING_HELPERS_H_
 #define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_LOWERING_HELPERS_H_
@@ -32,8 +32,8 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
 #include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {

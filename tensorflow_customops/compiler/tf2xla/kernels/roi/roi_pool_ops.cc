@@ -13,7 +13,7 @@
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_lowering_helpers.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {
@@ -216,10 +216,9 @@ class RoiPoolGradOp : public RoiXlaOpKernel {
                                                       attrs_, "grads"));
     const bool ps = attrs_.position_sensitive();
     if (!ps) {
-      OP_REQUIRES(context, context->InputShape(2) == grads_shape,
-                  errors::InvalidArgument(
-                      "argmax must have shape ", grads_shape.DebugString(),
-                      ", got ", context->InputShape(2).DebugString()));
+      OP_REQUIRES_OK(context,
+                     roi::CheckPooledGradShape(context->InputShape(2), c.shape,
+                                               attrs_, "argmax"));
     }
     if (custom_call_.Compile(context, roi::RoiOpRole::kGrad, attrs_, c.shape)) {
       return;
