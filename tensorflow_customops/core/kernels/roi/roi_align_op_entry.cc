@@ -10,7 +10,7 @@
 extern "C" TfcoError TfcoRoiAlign(
     const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* features,
-    const void* rois, void* pooled) {
+    const void* rois, void* pooled, int32_t* /*argmax*/) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
   return roi::RunRoiKernel(roi::KindName(args->attrs.kind), device, dtype,
                            boxes_dtype, [&](const auto& d, auto t, auto b) {
@@ -31,7 +31,7 @@ extern "C" TfcoError TfcoRoiAlign(
 extern "C" TfcoError TfcoRoiAlignGrad(
     const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* rois, void* grad_features) {
+    const void* rois, const int32_t* /*argmax*/, void* grad_features) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
   return roi::RunRoiKernel(
       roi::KindName(args->attrs.kind), device, dtype, boxes_dtype,
