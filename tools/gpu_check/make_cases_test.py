@@ -129,12 +129,42 @@ class MakeCasesTest(tf.test.TestCase):
                 self.assertEmpty(gpu)
                 self.assertLessEqual(by_op[name], _kernel_dtypes(op_def, "CPU"), op)
 
+    def test_gpu_kernels_keep_boxes_in_device_memory(self):
+        """The RoI GPU kernels take rois where TensorFlow puts them, in device
+        memory, and check them without waiting (docs/gpu.md)."""
+        if not tfco.build_info()["cuda"]:
+            self.skipTest("this build has no GPU kernels")
+        checked = set()
+        for op_def in load_library.op_list().op:
+            name = op_def.name[len(_PREFIX) :]
+            if name in make_cases.NO_GPU_FUNCTOR:
+                continue
+            if "rois" not in {a.name for a in op_def.input_arg}:
+                continue
+            for kernel in kernels.get_registered_kernels_for_op(op_def.name).kernel:
+                if kernel.device_type == "GPU":
+                    self.assertNotIn("rois", kernel.host_memory_arg, op_def.name)
+                    checked.add(name)
+        self.assertIn("RoiAlignGradBoxes", checked)
+        self.assertIn("PsRoiPoolGrad", checked)
+
     def test_cases_cover_hard_inputs(self):
         names = [c.name for c in self.cases]
         for op in ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"):
             for layout in ("NHWC", "NCHW"):
                 self.assertIn(f"{op}/float32/{layout}/no_boxes/grad", names)
         self.assertIn("roi_align/float32/NHWC/many_boxes/fwd", names)
+        invalid = [c for c in self.cases if "bad_box" in c.attrs]
+        self.assertEqual(
+            {c.op for c in invalid},
+            {
+                f"{kind}{suffix}"
+                for kind in ("RoiPool", "RoiAlign", "PsRoiPool", "PsRoiAlign")
+                for suffix in ("", "Grad")
+            }
+            | {"RoiAlignGradBoxes", "PsRoiAlignGradBoxes"},
+        )
+        self.assertTrue(all(c.attrs["bad_box"] == 2 for c in invalid))
         flags = [
             c.outputs["flags"].value for c in self.cases if c.op == "CheckNumericsN"
         ]

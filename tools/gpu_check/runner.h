@@ -9,13 +9,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tensorflow_customops/core/kernels/portable/api.h"
@@ -30,11 +33,23 @@ inline void Check(cudaError_t status, const char* what) {
   }
 }
 
-// The stream every kernel runs on, as the portable kernels' device.
+// The stream every kernel runs on, as the portable kernels' device. Its CPU
+// pool, which only takes stream callbacks (TfcoWhenStreamDone), runs each on
+// a thread of its own.
 class GPUDevice {
  public:
-  explicit GPUDevice(cudaStream_t stream)
-      : stream_(stream), device_{nullptr, stream} {}
+  explicit GPUDevice(cudaStream_t stream) : stream_(stream) {
+    pool_.num_threads = 1;
+    pool_.pool_threads = 1;
+    pool_.schedule = [](void*, void (*fn)(void*), void* arg) {
+      std::thread(fn, arg).detach();
+    };
+    pool_.current_thread_id = [](void*) { return -1; };
+    device_ = {&pool_, stream};
+  }
+  GPUDevice(const GPUDevice&) = delete;
+  GPUDevice& operator=(const GPUDevice&) = delete;
+
   cudaStream_t stream() const { return stream_; }
   const TfcoDevice* core() const { return &device_; }
   void synchronize() const {
@@ -43,6 +58,7 @@ class GPUDevice {
 
  private:
   cudaStream_t stream_;
+  TfcoThreadPool pool_ = {};
   TfcoDevice device_;
 };
 
@@ -123,7 +139,70 @@ class DeviceBuffer {
   size_t bytes_;
 };
 
-// Inputs named prefix0, prefix1, ... on the device.
+// Page-locked host memory, which TfcoCopyToHost copies into without waiting.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t bytes) {
+    if (bytes > 0) Check(cudaMallocHost(&data_, bytes), "cudaMallocHost");
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { cudaFreeHost(data_); }
+
+  template <typename T>
+  T* get() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+};
+
+// How the op kernels read results on the host without waiting: Then(d, fn)
+// has the portable kernels run fn(error) on a pool thread once the GPU has
+// passed everything enqueued on d's stream (TfcoWhenStreamDone; error is
+// null, or the stream's); Wait() waits until fn has run. One call in flight.
+class HostCheck {
+ public:
+  void Then(const GPUDevice& d, std::function<void(TfcoError)> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pending_) throw std::logic_error("HostCheck: a call is in flight");
+      pending_ = true;
+      fn_ = std::move(fn);
+    }
+    const TfcoError error =
+        TfcoWhenStreamDone(d.core(), &HostCheck::Done, this);
+    if (error != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_ = false;
+      throw std::runtime_error(error);
+    }
+  }
+  bool pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pending_;
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return !pending_; });
+  }
+
+ private:
+  static void Done(void* arg, TfcoError error) {
+    HostCheck* check = static_cast<HostCheck*>(arg);
+    check->fn_(error);
+    std::lock_guard<std::mutex> lock(check->mu_);
+    check->pending_ = false;
+    check->done_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable done_;
+  bool pending_ = false;
+  std::function<void(TfcoError)> fn_;
+};
+
 // Inputs named prefix0, prefix1, ... on the device.
 inline std::vector<DeviceBuffer> Uploads(const Case& c,
                                          const std::string& prefix, int n) {
@@ -166,8 +245,6 @@ struct RegisterRunner {
 };
 
 // --- Benchmark: median milliseconds of a kernel, timed with events.
-
-// timed with events.
 
 inline double MedianMs(const GPUDevice& d, int repeats,
                        const std::function<void()>& step) {

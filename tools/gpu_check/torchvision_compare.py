@@ -86,6 +86,8 @@ def parity(cases, ours):
             continue
         if kind == "PsRoiAlign" and not case.attrs["aligned"]:
             continue
+        if "bad_box" in case.attrs:  # boxes torchvision would index out of bounds
+            continue
         nchw = bool(case.attrs["nchw"])
         as_nchw = (lambda x: x) if nchw else _to_nchw
         as_case = (lambda x: x) if nchw else _to_nhwc

@@ -1,13 +1,16 @@
 """The RoI family's cases: the ops forward and backward in both layouts, with
 degenerate and off-map boxes, no boxes, and sizes that need several passes of
-the kernels' grid-stride loops; the box gradient; and the box check of the XLA
-GPU lowering (RoiCheckBoxes)."""
+the kernels' grid-stride loops; boxes that fail the checks, which the GPU
+OpKernels raise on after computing on the null box; the box gradient; and
+the box check that the XLA GPU lowering and the OpKernels share
+(RoiCheckBoxes)."""
 
 import numpy as np
 import tensorflow as tf
 
 from tensorflow_customops.python.kernel_tests.roi import roi_test_util
 from tensorflow_customops.python.registry import boxes
+from tools.gpu_check import case_file
 from tools.gpu_check.cases import FLOAT_DTYPES, TF_DTYPES, case, normal, ops
 
 # --- RoI ops: (op, functor, variants of (spatial_scale, sampling_ratio, aligned)).
@@ -201,13 +204,76 @@ def _many_boxes_cases():
     )
 
 
+# --- Boxes that fail the checks: the GPU kernels compute on the null box in
+# their place (TfcoRoiCheckBoxes), and the OpKernel raises the CPU's error
+# once the host has checked its copy.
+
+
+def _null_invalid(rois, batch, spatial_scale):
+    """`rois` with every box that the kernels reject (roi_geometry.h's RoiOk:
+    a batch index out of range or fractional, a coordinate that is not
+    finite or beyond 2^30 pixels once scaled) replaced by NullBox."""
+    scale = np.float32(spatial_scale)
+    index = rois[:, 0]
+    with np.errstate(invalid="ignore"):
+        ok = (
+            np.all(np.isfinite(rois), axis=1)
+            & np.all(np.abs(rois[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
+            & (index == np.floor(index))
+            & (index >= 0)
+            & (index < batch)
+        )
+    null = np.array([0] + [np.float32(-4) / scale] * 4, rois.dtype)
+    return np.where(ok[:, None], rois, null)
+
+
+def _invalid_boxes_cases():
+    """Every RoI op and gradient on boxes of which some fail the checks: the
+    outputs are those of the null box in their place, and the host check
+    must find the box that the CPU kernel's error names (attr bad_box)."""
+    rng = np.random.default_rng(12)
+    rois = boxes.edge_cases(rng, 2, 9, 11, 0.5)[:6].astype(np.float32)
+    rois[2] = [5, 1, 1, 8, 8]  # batch index out of range: the first error
+    rois[4] = [0, np.nan, 1, 8, 8]
+    nulled = _null_invalid(rois, 2, 0.5)
+    cases = []
+    for op, functor, variants in _ROI_OPS:
+        channels = 12 if op.startswith("ps_") else 3
+        features = rng.standard_normal((2, 9, 11, channels))
+        try:
+            getattr(ops, "custom_ops_" + op)(
+                tf.constant(features, tf.float32),
+                tf.constant(rois),
+                pooled_height=3,
+                pooled_width=2,
+                spatial_scale=0.5,
+            )
+            raise AssertionError(f"{op} accepted invalid boxes")
+        except tf.errors.InvalidArgumentError as e:
+            bad_box = int(e.message.split("rois[", 1)[1].split(",", 1)[0])
+        for c in _roi_cases(
+            f"{op}/float32/NHWC/invalid_boxes",
+            op,
+            functor,
+            features,
+            nulled,
+            (3, 2),
+            variants[1],
+            "float32",
+            "NHWC",
+            seed=12,
+        ):
+            c.inputs["rois"] = case_file.Tensor("float32", rois)
+            c.attrs["bad_box"] = bad_box
+            cases.append(c)
+    return cases
+
+
 # --- The XLA GPU lowering's box check (TfcoRoiCheckBoxes), no op of its own.
 
 
 def _check_boxes_cases():
-    """Boxes that the kernels reject become the null box (roi_geometry.h's
-    RoiOk and NullBox): a batch index out of range or fractional, a coordinate
-    that is not finite or beyond 2^30 pixels once scaled."""
+    """Boxes that the kernels reject become the null box."""
     rois = np.array(
         [
             [1, 0.5, 1, 4, 5],
@@ -230,25 +296,13 @@ def _check_boxes_cases():
         boxes_ = rois.astype(dtype)
         if dtype == "float64":  # whole batch indices, finer coordinates
             boxes_[:, 1:] += 1e-4
-        scale = np.float32(spatial_scale)
-        index = boxes_[:, 0]
-        with np.errstate(invalid="ignore"):
-            ok = (
-                np.all(np.isfinite(boxes_), axis=1)
-                & np.all(np.abs(boxes_[:, 1:].astype(np.float64) * scale) <= 2.0**30, 1)
-                & (index == np.floor(index))
-                & (index >= 0)
-                & (index < batch)
-            )
-        null = np.array([0] + [np.float32(-4) / scale] * 4, dtype)
-        checked = np.where(ok[:, None], boxes_, null)
         cases.append(
             case(
                 f"roi_check_boxes/batch{batch}/scale{spatial_scale}/{dtype}",
                 "RoiCheckBoxes",
                 {"batch": batch, "spatial_scale": spatial_scale},
                 {"rois": (boxes_, dtype)},
-                {"checked": (checked, dtype)},
+                {"checked": (_null_invalid(boxes_, batch, spatial_scale), dtype)},
                 "exact",
                 dtype,
             )
@@ -257,4 +311,4 @@ def _check_boxes_cases():
 
 
 def cases():
-    return _pooling_cases() + _check_boxes_cases()
+    return _pooling_cases() + _invalid_boxes_cases() + _check_boxes_cases()

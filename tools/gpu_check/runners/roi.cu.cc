@@ -1,5 +1,6 @@
 // The RoI family's GPU kernels: forward, backward, box gradient, and the
-// box check of the XLA GPU lowering.
+// box check of the XLA GPU lowering; each op as its GPU OpKernel runs it,
+// the asynchronous check of the boxes included.
 
 #include <cstring>
 
@@ -66,6 +67,107 @@ roi::RoiKind RoiKindOf(const std::string& op) {
   throw std::runtime_error("not a RoI op: " + op);
 }
 
+// The index of the first box in `rois` that fails roi::RoiOk, or -1.
+template <typename B>
+int64_t FirstBadBox(const B* rois, int64_t num_rois, int64_t batch,
+                    float spatial_scale) {
+  for (int64_t k = 0; k < num_rois; ++k) {
+    if (!roi::RoiOk(rois + 5 * k, batch, spatial_scale)) return k;
+  }
+  return -1;
+}
+
+// A case's boxes in device memory, and the GPU OpKernels' sequence around a
+// kernel (roi_glue.cc, RunOnGpu): the boxes copied to page-locked host
+// memory, checked on the device into `checked_` (TfcoRoiCheckBoxes), the
+// kernel on the checked boxes, and the host's check of its copy once the
+// stream has passed them all, which finds the box whose error the op
+// raises. Each call in flight has a copy of its own.
+class OpBoxes {
+ public:
+  OpBoxes(const Case& c, const roi::RoiArgs& args, const GPUDevice& d)
+      : d_(d),
+        args_(args),
+        host_(c.Input("rois")),
+        boxes_dtype_(CoreDtype(host_.dtype)),
+        rois_(host_),
+        checked_(host_.data.size()) {}
+  ~OpBoxes() {
+    for (auto& call : calls_) call->check.Wait();
+  }
+
+  // Runs launch(boxes) as the OpKernel does.
+  void Run(const std::function<void(const void*)>& launch) {
+    const int64_t k = args_.shape.num_rois;
+    if (k == 0) {  // no value to check
+      launch(rois_.get<void>());
+      return;
+    }
+    Call& call = FreeCall();
+    CheckCore(TfcoCopyToHost(d_.core(), rois_.get<void>(),
+                             call.host.get<void>(), host_.data.size()));
+    CheckCore(TfcoRoiCheckBoxes(d_.core(), boxes_dtype_, k, args_.shape.batch,
+                                args_.attrs.spatial_scale, rois_.get<void>(),
+                                checked_.get<void>()));
+    launch(checked_.get<void>());
+    call.check.Then(d_, [this, &call, k](TfcoError error) {
+      call.error = error == nullptr ? "" : error;
+      const float scale = args_.attrs.spatial_scale;
+      call.bad_box = boxes_dtype_ == TFCO_DOUBLE
+                         ? FirstBadBox(call.host.get<double>(), k,
+                                       args_.shape.batch, scale)
+                         : FirstBadBox(call.host.get<float>(), k,
+                                       args_.shape.batch, scale);
+    });
+    last_ = &call;
+  }
+
+  // After every call has finished: throws unless the last call's host check
+  // found the box the case's CPU error names (attr bad_box), or none when
+  // the case has no such attr.
+  void CheckLast(const Case& c) {
+    if (last_ == nullptr) return;
+    last_->check.Wait();
+    if (!last_->error.empty()) throw std::runtime_error(last_->error);
+    const auto want = c.attrs.find("bad_box");
+    const int64_t expected =
+        want == c.attrs.end() ? -1 : static_cast<int64_t>(want->second);
+    if (last_->bad_box != expected) {
+      throw std::runtime_error("the host check of the boxes found box " +
+                               std::to_string(last_->bad_box) +
+                               ", the CPU kernel's error names " +
+                               std::to_string(expected));
+    }
+  }
+
+ private:
+  struct Call {
+    explicit Call(size_t bytes) : host(bytes) {}
+    PinnedBuffer host;
+    HostCheck check;
+    int64_t bad_box = -1;
+    std::string error;
+  };
+
+  // A call whose host copy is free: the benchmark keeps several in flight.
+  Call& FreeCall() {
+    for (auto& call : calls_) {
+      if (!call->check.pending()) return *call;
+    }
+    calls_.emplace_back(new Call(host_.data.size()));
+    return *calls_.back();
+  }
+
+  const GPUDevice& d_;
+  const roi::RoiArgs args_;
+  const Tensor& host_;
+  TfcoDtype boxes_dtype_;
+  DeviceBuffer rois_;
+  DeviceBuffer checked_;
+  std::vector<std::unique_ptr<Call>> calls_;
+  Call* last_ = nullptr;
+};
+
 // Device copies of a RoI case's tensors, and the calls of its kernels, as
 // the op kernels make them. Shared by the check and the benchmark.
 class RoiRunner {
@@ -78,7 +180,7 @@ class RoiRunner {
         dtype_(c.Input("features").dtype),
         boxes_dtype_(CoreDtype(c.Input("rois").dtype)),
         features_(c.Input("features")),
-        rois_(c.Input("rois").data.size()),
+        boxes_(c, call_.args, d),
         pooled_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
                                        SizeOf(dtype_))),
         argmax_(DeviceBuffer::Poisoned(Elements(call_.pooled_dims) *
@@ -98,38 +200,32 @@ class RoiRunner {
   }
   bool has_grads() const { return grads_ != nullptr; }
 
+  // argmax is RoiPool's output and RoiPoolGrad's input only.
   void Forward() {
     const roi::RoiArgs& args = call_.args;
-    const TfcoDtype dtype = CoreDtype(dtype_);
-    const void* rois = device_rois();
-    if (args.attrs.bilinear()) {
-      CheckCore(TfcoRoiAlign(d_.core(), dtype, boxes_dtype_, &args,
-                             features_.get<void>(), rois, pooled_.get<void>()));
-    } else {
-      // argmax is RoiPool's output only.
-      CheckCore(TfcoRoiPool(d_.core(), dtype, boxes_dtype_, &args,
-                            features_.get<void>(), rois, pooled_.get<void>(),
-                            args.attrs.kind == roi::RoiKind::kPool
-                                ? argmax_.get<int32_t>()
-                                : nullptr));
-    }
+    const auto entry = args.attrs.bilinear() ? TfcoRoiAlign : TfcoRoiPool;
+    boxes_.Run([&](const void* rois) {
+      CheckCore(entry(d_.core(), CoreDtype(dtype_), boxes_dtype_, &args,
+                      features_.get<void>(), rois, pooled_.get<void>(),
+                      args.attrs.kind == roi::RoiKind::kPool
+                          ? argmax_.get<int32_t>()
+                          : nullptr));
+    });
   }
   void Backward() {
     if (!grads_) throw std::runtime_error(case_.name + ": no grads input");
     const roi::RoiArgs& args = call_.args;
-    const TfcoDtype dtype = CoreDtype(dtype_);
-    const void* rois = device_rois();
-    if (args.attrs.bilinear()) {
-      CheckCore(TfcoRoiAlignGrad(d_.core(), dtype, boxes_dtype_, &args,
-                                 grads_->get<void>(), rois,
-                                 grad_features_.get<void>()));
-    } else {
-      CheckCore(TfcoRoiPoolGrad(
-          d_.core(), dtype, boxes_dtype_, &args, grads_->get<void>(), rois,
+    const auto entry =
+        args.attrs.bilinear() ? TfcoRoiAlignGrad : TfcoRoiPoolGrad;
+    boxes_.Run([&](const void* rois) {
+      CheckCore(entry(
+          d_.core(), CoreDtype(dtype_), boxes_dtype_, &args,
+          grads_->get<void>(), rois,
           args.attrs.kind == roi::RoiKind::kPool ? argmax_for_grad() : nullptr,
           grad_features_.get<void>()));
-    }
+    });
   }
+  void CheckBoxes() { boxes_.CheckLast(case_); }
 
   // The outputs of the kernel the case names.
   std::map<std::string, Tensor> Outputs() const {
@@ -152,17 +248,6 @@ class RoiRunner {
     for (int64_t v : dims) n *= v;
     return n;
   }
-  // The op kernels copy the validated rois to the device, and wait, before
-  // every launch; so does this, so that timings include it.
-  const void* device_rois() {
-    const std::vector<char>& host = case_.Input("rois").data;
-    if (host.empty()) return rois_.get<void>();
-    Check(cudaMemcpyAsync(rois_.get<char>(), host.data(), host.size(),
-                          cudaMemcpyHostToDevice, d_.stream()),
-          "cudaMemcpyAsync");
-    Check(cudaStreamSynchronize(d_.stream()), "cudaStreamSynchronize");
-    return rois_.get<void>();
-  }
   const int32_t* argmax_for_grad() const {
     // RoiPoolGrad uses the argmax its forward wrote; a case that carries the
     // CPU forward's argmax uses that one, so both sides scatter alike.
@@ -175,7 +260,7 @@ class RoiRunner {
   DType dtype_;
   TfcoDtype boxes_dtype_;
   DeviceBuffer features_;
-  DeviceBuffer rois_;
+  OpBoxes boxes_;
   DeviceBuffer pooled_;
   DeviceBuffer argmax_;
   DeviceBuffer grad_features_;
@@ -191,6 +276,7 @@ std::map<std::string, Tensor> RunRoi(const Case& c, const GPUDevice& d) {
     runner.Forward();
   }
   d.synchronize();
+  runner.CheckBoxes();
   return runner.Outputs();
 }
 
@@ -200,16 +286,19 @@ std::map<std::string, Tensor> RunRoiGradBoxes(const Case& c,
   const std::string kind = c.op.substr(0, c.op.size() - strlen("GradBoxes"));
   const RoiCall call = MakeRoiCall(c, RoiKindOf(kind));
   const Tensor& features = c.Input("features");
-  DeviceBuffer dfeatures(features), dgrads(c.Input("grads")),
-      drois(c.Input("rois"));
+  DeviceBuffer dfeatures(features), dgrads(c.Input("grads"));
   const int64_t k = call.args.shape.num_rois;
   const DType boxes = c.Input("rois").dtype;
   DeviceBuffer grad_rois = DeviceBuffer::Poisoned(k * 5 * SizeOf(boxes));
-  CheckCore(TfcoRoiAlignGradBoxes(d.core(), CoreDtype(features.dtype),
-                                  CoreDtype(boxes), &call.args,
-                                  dgrads.get<void>(), dfeatures.get<void>(),
-                                  drois.get<void>(), grad_rois.get<void>()));
+  OpBoxes op_boxes(c, call.args, d);
+  op_boxes.Run([&](const void* rois) {
+    CheckCore(TfcoRoiAlignGradBoxes(d.core(), CoreDtype(features.dtype),
+                                    CoreDtype(boxes), &call.args,
+                                    dgrads.get<void>(), dfeatures.get<void>(),
+                                    rois, grad_rois.get<void>()));
+  });
   d.synchronize();
+  op_boxes.CheckLast(c);
   return {{"grad_rois", grad_rois.Download(boxes, {k, 5})}};
 }
 

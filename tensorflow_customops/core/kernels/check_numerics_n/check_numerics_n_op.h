@@ -12,8 +12,9 @@ enum { TFCO_FOUND_NAN = 1, TFCO_FOUND_INF = 2 };
 
 // Sets flags[i] (host memory) to the TFCO_FOUND_* bits of what tensors[i]
 // holds, for i < n: sizes[i] elements of dtypes[i], floating point. On GPU
-// the tensors are device memory, `scratch` is n ints of device memory, and
-// the call waits for the stream, since the flags are read on the host.
+// the tensors are device memory, `scratch` is n ints of device memory,
+// `flags` is page-locked, and the call returns without waiting: the flags
+// are there once the stream has passed it (TfcoWhenStreamDone).
 extern "C" TFCO_CORE_API TfcoError TfcoNumericFlags(
     const TfcoDevice* device, int n, const TfcoDtype* dtypes,
     const void* const* tensors, const int64_t* sizes, int* scratch, int* flags);

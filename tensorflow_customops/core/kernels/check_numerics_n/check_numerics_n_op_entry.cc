@@ -37,7 +37,6 @@ extern "C" TfcoError TfcoNumericFlags(const TfcoDevice* device, int n,
         return;
       }
     }
-    if constexpr (!kOnCpu)
-      CopyToHostAndWait(d, flags, scratch, n * sizeof(int));
+    if constexpr (!kOnCpu) CopyToHostAsync(d, flags, scratch, n * sizeof(int));
   });
 }

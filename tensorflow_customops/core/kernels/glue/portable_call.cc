@@ -1,5 +1,10 @@
 #include "tensorflow_customops/core/kernels/glue/portable_call.h"
 
+#include <memory>
+#include <utility>
+
+#include "tensorflow/core/platform/env.h"
+
 namespace tensorflow {
 namespace customops {
 
@@ -22,6 +27,56 @@ CoreDevice::CoreDevice(OpKernelContext* context, bool on_gpu) {
     device_.gpu_stream = context->eigen_gpu_device().stream();
   }
 #endif
+}
+
+namespace {
+
+// Set on CUDA's callback thread while it hands a call to the pool.
+thread_local bool handing_over = false;
+
+// The pool's `schedule` for TfcoWhenStreamDone. Eigen's pool runs a task
+// inline when the queue it picked is full; on CUDA's callback thread that
+// would run the op's continuation (which may call CUDA, and TensorFlow's
+// executor after `done` does) where CUDA forbids it, so such a task moves
+// to a thread of its own.
+void ScheduleOffCallbackThread(void* pool, void (*fn)(void*), void* arg) {
+  handing_over = true;
+  static_cast<Eigen::ThreadPoolInterface*>(pool)->Schedule([fn, arg] {
+    if (handing_over) {
+      Env::Default()->SchedClosure([fn, arg] { fn(arg); });
+    } else {
+      fn(arg);
+    }
+  });
+  handing_over = false;
+}
+
+}  // namespace
+
+void WhenGpuDone(OpKernelContext* context, std::function<void(Status)> then) {
+  auto* pending = new std::function<void(Status)>(std::move(then));
+  TfcoThreadPool pool;
+  pool.pool = context->eigen_cpu_device().getPool();
+  pool.num_threads = 1;
+  pool.pool_threads = 1;
+  pool.schedule = ScheduleOffCallbackThread;
+  pool.current_thread_id = [](void*) { return -1; };
+  TfcoDevice device{&pool, nullptr};
+#if GOOGLE_CUDA
+  device.gpu_stream = context->eigen_gpu_device().stream();
+#endif
+  const TfcoError error = TfcoWhenStreamDone(
+      &device,
+      [](void* arg, TfcoError stream_error) {
+        std::unique_ptr<std::function<void(Status)>> call(
+            static_cast<std::function<void(Status)>*>(arg));
+        (*call)(CoreStatus(stream_error));
+      },
+      pending);
+  if (error != nullptr) {
+    std::unique_ptr<std::function<void(Status)>> call(pending);
+    (*call)(CoreStatus(error));
+  }
 }
 
 TfcoDtype CoreDtype(DataType dtype) {

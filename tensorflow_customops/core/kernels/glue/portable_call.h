@@ -10,6 +10,7 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <functional>
 #include <type_traits>
 
 #include "tensorflow/core/framework/op_kernel.h"
@@ -41,6 +42,14 @@ class CoreDevice {
   TfcoThreadPool pool_;
   TfcoDevice device_;
 };
+
+// How a GPU kernel (an AsyncOpKernel) reads results on the host without
+// blocking: once the GPU has finished the work enqueued so far on the
+// kernel's stream, `then` runs on TensorFlow's CPU pool with the stream's
+// status (an Internal error if it failed). Then, and only then, buffers that
+// the work reads or writes may be released, and the kernel's `done` called.
+// If the core cannot enqueue that, `then` runs at once with the error.
+void WhenGpuDone(OpKernelContext* context, std::function<void(Status)> then);
 
 // The core's name of a TensorFlow element type the kernels take.
 TfcoDtype CoreDtype(DataType dtype);

@@ -51,18 +51,35 @@ typedef struct TfcoThreadPool {
 
 /* Where a kernel runs: on the CPU pool `cpu` when `gpu_stream` is NULL, else
  * as work enqueued on that CUDA stream (cudaStream_t), whose buffers are
- * device memory. The core never allocates device memory, and waits for the
- * stream only where a result must reach the host (as TfcoCopyToGpu says). */
+ * device memory. The core never allocates device memory and never waits for
+ * the stream: what the host must read comes back through TfcoCopyToHost and
+ * TfcoWhenStreamDone. */
 typedef struct TfcoDevice {
   const TfcoThreadPool* cpu;
   void* gpu_stream;
 } TfcoDevice;
 
-/* Copies `bytes` from host memory to device memory on `device`'s CUDA stream
- * and waits, so that the host buffer may be released afterwards. */
-TFCO_CORE_API TfcoError TfcoCopyToGpu(const TfcoDevice* device,
-                                      const void* host, void* gpu,
-                                      int64_t bytes);
+/* Enqueues a copy of `bytes` from device memory to host memory on `device`'s
+ * CUDA stream and returns without waiting. `host` must be page-locked
+ * (TensorFlow's GPU-compatible host memory), else CUDA would wait; it holds
+ * the bytes once the stream has passed the copy (TfcoWhenStreamDone). */
+TFCO_CORE_API TfcoError TfcoCopyToHost(const TfcoDevice* device,
+                                       const void* gpu, void* host,
+                                       int64_t bytes);
+
+/* What TfcoWhenStreamDone calls, on a thread of the caller's CPU pool:
+ * `error` is NULL when the stream ran without error, else CUDA's message,
+ * valid during the call. */
+typedef void (*TfcoDoneFn)(void* arg, TfcoError error);
+
+/* Once the GPU has finished everything enqueued on `device`'s stream before
+ * this call, hands fn(arg, error) to the CPU pool `device->cpu` (the struct
+ * is copied, the pool must outlive the call); returns without waiting. fn
+ * runs exactly once if this returns NULL, and never otherwise. CUDA's
+ * callback thread, which may not call CUDA, only calls the pool's
+ * `schedule`, which must not run fn on that thread. GPU only. */
+TFCO_CORE_API TfcoError TfcoWhenStreamDone(const TfcoDevice* device,
+                                           TfcoDoneFn fn, void* arg);
 
 #ifdef __cplusplus
 } /* extern "C" */

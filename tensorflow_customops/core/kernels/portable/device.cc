@@ -126,14 +126,34 @@ TfcoError CurrentError() {
 }  // namespace customops
 }  // namespace tensorflow
 
-extern "C" TfcoError TfcoCopyToGpu(const TfcoDevice* device, const void* host,
-                                   void* gpu, int64_t bytes) {
+namespace {
+
+// Runs fn(d) for a GPU device, and refuses the CPU: both entry points below
+// exist for results that the host reads from device memory.
+template <typename Fn>
+TfcoError OnGpuOnly(const char* op, const TfcoDevice* device, Fn&& fn) {
   using namespace tensorflow::customops;  // NOLINT(build/namespaces)
-  return RunOnDevice("CopyToGpu", device, [&](const auto& d) {
+  return RunOnDevice(op, device, [&](const auto& d) {
     if constexpr (std::is_same<std::decay_t<decltype(d)>, GPUDevice>::value) {
-      CopyToGpuAndWait(d, gpu, host, bytes);
+      fn(d);
     } else {
-      RecordError("CopyToGpu: the device is not a GPU");
+      RecordError(std::string(op) + ": the device is not a GPU");
     }
+  });
+}
+
+}  // namespace
+
+extern "C" TfcoError TfcoCopyToHost(const TfcoDevice* device, const void* gpu,
+                                    void* host, int64_t bytes) {
+  return OnGpuOnly("CopyToHost", device, [&](const auto& d) {
+    tensorflow::customops::CopyToHostAsync(d, host, gpu, bytes);
+  });
+}
+
+extern "C" TfcoError TfcoWhenStreamDone(const TfcoDevice* device, TfcoDoneFn fn,
+                                        void* arg) {
+  return OnGpuOnly("WhenStreamDone", device, [&](const auto& d) {
+    tensorflow::customops::WhenStreamDone(d, *device->cpu, fn, arg);
   });
 }

@@ -109,13 +109,15 @@ class GPUDevice {
 };
 
 // Device memory operations in stream order (device_gpu.cu.cc, under
-// --config=cuda); failures are recorded (RecordError). The copies wait for the
-// stream, so that the host buffer may be released or read right after.
+// --config=cuda); failures are recorded (RecordError). None waits for the
+// stream: CopyToHostAsync's `host` (page-locked) holds the bytes, and
+// WhenStreamDone calls fn(arg, error) on `pool`, once the GPU has passed them
+// (TfcoWhenStreamDone).
 void ZeroGpuMemory(const GPUDevice& d, void* data, size_t bytes);
-void CopyToGpuAndWait(const GPUDevice& d, void* gpu, const void* host,
-                      size_t bytes);
-void CopyToHostAndWait(const GPUDevice& d, void* host, const void* gpu,
-                       size_t bytes);
+void CopyToHostAsync(const GPUDevice& d, void* host, const void* gpu,
+                     size_t bytes);
+void WhenStreamDone(const GPUDevice& d, const TfcoThreadPool& pool,
+                    TfcoDoneFn fn, void* arg);
 
 // The first error of the current call into the core on this thread:
 // RecordError keeps the first message, CurrentError returns it (null if

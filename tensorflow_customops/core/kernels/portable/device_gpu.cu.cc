@@ -48,25 +48,58 @@ void ZeroGpuMemory(const GPUDevice& d, void* data, size_t bytes) {
   CheckCuda(cudaMemsetAsync(data, 0, bytes, StreamOf(d)), "cudaMemsetAsync");
 }
 
+void CopyToHostAsync(const GPUDevice& d, void* host, const void* gpu,
+                     size_t bytes) {
+  CheckCuda(
+      cudaMemcpyAsync(host, gpu, bytes, cudaMemcpyDeviceToHost, StreamOf(d)),
+      "cudaMemcpyAsync");
+}
+
 namespace {
 
-void CopyAndWait(const GPUDevice& d, void* to, const void* from, size_t bytes,
-                 cudaMemcpyKind kind) {
-  CheckCuda(cudaMemcpyAsync(to, from, bytes, kind, StreamOf(d)),
-            "cudaMemcpyAsync");
-  CheckCuda(cudaStreamSynchronize(StreamOf(d)), "cudaStreamSynchronize");
+// A WhenStreamDone call in flight.
+struct StreamCallback {
+  TfcoThreadPool pool;
+  TfcoDoneFn fn;
+  void* arg;
+  cudaError_t status = cudaSuccess;
+};
+
+// On the pool: CUDA may be called here (for the message), and fn may call it.
+void RunStreamCallback(void* p) {
+  StreamCallback* callback = static_cast<StreamCallback*>(p);
+  std::string error;
+  if (callback->status != cudaSuccess) {
+    error = std::string(
+                "the GPU stream failed before the op's results "
+                "reached the host: ") +
+            cudaGetErrorString(callback->status);
+  }
+  callback->fn(callback->arg, error.empty() ? nullptr : error.c_str());
+  delete callback;
+}
+
+// On CUDA's callback thread, which may not call CUDA, and which holds up
+// the stream until this returns: it only hands the call to the pool.
+void CUDART_CB OnStreamDone(cudaStream_t, cudaError_t status, void* p) {
+  StreamCallback* callback = static_cast<StreamCallback*>(p);
+  callback->status = status;
+  callback->pool.schedule(callback->pool.pool, RunStreamCallback, callback);
 }
 
 }  // namespace
 
-void CopyToGpuAndWait(const GPUDevice& d, void* gpu, const void* host,
-                      size_t bytes) {
-  CopyAndWait(d, gpu, host, bytes, cudaMemcpyHostToDevice);
-}
-
-void CopyToHostAndWait(const GPUDevice& d, void* host, const void* gpu,
-                       size_t bytes) {
-  CopyAndWait(d, host, gpu, bytes, cudaMemcpyDeviceToHost);
+// cudaStreamAddCallback rather than cudaLaunchHostFunc: it runs after a
+// device error too (with the error), so that the op still finishes.
+void WhenStreamDone(const GPUDevice& d, const TfcoThreadPool& pool,
+                    TfcoDoneFn fn, void* arg) {
+  StreamCallback* callback = new StreamCallback{pool, fn, arg};
+  const cudaError_t status =
+      cudaStreamAddCallback(StreamOf(d), OnStreamDone, callback, 0);
+  if (status != cudaSuccess) {
+    delete callback;
+    CheckCuda(status, "cudaStreamAddCallback");
+  }
 }
 
 }  // namespace customops

@@ -14,17 +14,20 @@
 // empty, and `rois` ([K, 5], validated) is in the device's memory. The boxes'
 // type `boxes_dtype` is TFCO_FLOAT, or TFCO_DOUBLE with double features
 // (roi::BoxTypesOk); the box geometry is computed in the wider of the two.
-extern "C" TFCO_CORE_API TfcoError
-TfcoRoiAlign(const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
-             const tensorflow::customops::roi::RoiArgs* args,
-             const void* features, const void* rois, void* pooled);
+// `argmax` is unused (null): the signature is TfcoRoiPool's, so that callers
+// pick either entry point by the kind.
+extern "C" TFCO_CORE_API TfcoError TfcoRoiAlign(
+    const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
+    const tensorflow::customops::roi::RoiArgs* args, const void* features,
+    const void* rois, void* pooled, int32_t* argmax);
 
 // grad_features = d(pooled)/d(features)^T grads of the same kernel; the
-// feature gradient is not empty, and is fully written.
+// feature gradient is not empty, and is fully written. `argmax` is unused
+// (null), as TfcoRoiAlign's.
 extern "C" TFCO_CORE_API TfcoError TfcoRoiAlignGrad(
     const TfcoDevice* device, TfcoDtype dtype, TfcoDtype boxes_dtype,
     const tensorflow::customops::roi::RoiArgs* args, const void* grads,
-    const void* rois, void* grad_features);
+    const void* rois, const int32_t* argmax, void* grad_features);
 
 // grad_rois = d(pooled)/d(rois)^T grads of the same kernel at its sampling
 // grid (the grid does not move with the box), as CropAndResize's box
@@ -38,9 +41,10 @@ extern "C" TFCO_CORE_API TfcoError TfcoRoiAlignGradBoxes(
 
 // checked = rois ([num_rois, 5], device memory) with every box that fails
 // roi::RoiOk replaced by roi::NullBox, enqueued on the GPU stream: what the
-// XLA GPU lowering pools, since it cannot raise on data or read it on the
-// host. Serves every RoI kind, boxes of `boxes_dtype` (float or double). GPU
-// only.
+// GPU kernels compute on, so that no box reaches them unchecked; the XLA GPU
+// lowering, which cannot raise on data, returns their results, and the
+// OpKernels raise once the host has checked its copy of the boxes. Serves
+// every RoI kind, boxes of `boxes_dtype` (float or double). GPU only.
 extern "C" TFCO_CORE_API TfcoError TfcoRoiCheckBoxes(
     const TfcoDevice* device, TfcoDtype boxes_dtype, int64_t num_rois,
     int64_t batch, float spatial_scale, const void* rois, void* checked);

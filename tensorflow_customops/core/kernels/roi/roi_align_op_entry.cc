@@ -60,7 +60,7 @@ extern "C" TfcoError TfcoRoiAlign(const TfcoDevice* device, TfcoDtype dtype,
                                   TfcoDtype boxes_dtype,
                                   const roi::RoiArgs* args,
                                   const void* features, const void* rois,
-                                  void* pooled) {
+                                  void* pooled, int32_t* /*argmax*/) {
   return roi::RunRoiKernel<roi::AlignForward>(device, dtype, boxes_dtype, *args,
                                               features, rois, pooled);
 }
@@ -69,6 +69,7 @@ extern "C" TfcoError TfcoRoiAlignGrad(const TfcoDevice* device, TfcoDtype dtype,
                                       TfcoDtype boxes_dtype,
                                       const roi::RoiArgs* args,
                                       const void* grads, const void* rois,
+                                      const int32_t* /*argmax*/,
                                       void* grad_features) {
   return roi::RunRoiKernel<roi::AlignBackward>(
       device, dtype, boxes_dtype, *args, grads, rois, grad_features);

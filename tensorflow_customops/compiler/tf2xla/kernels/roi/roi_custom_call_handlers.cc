@@ -59,28 +59,21 @@ ffi::Error RunForward(const TfcoDevice* device, const HandlerCall& call,
   if (call.args.shape.num_rois == 0 || pooled.element_count() == 0) {
     return ffi::Error::Success();
   }
-  if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlign(device, call.dtype, call.boxes_dtype,
-                                     &call.args, features.untyped_data(), rois,
-                                     pooled.untyped_data()));
-  }
-  return FfiCoreError(TfcoRoiPool(device, call.dtype, call.boxes_dtype,
-                                  &call.args, features.untyped_data(), rois,
-                                  pooled.untyped_data(), argmax));
+  const auto entry = call.args.attrs.bilinear() ? TfcoRoiAlign : TfcoRoiPool;
+  return FfiCoreError(entry(device, call.dtype, call.boxes_dtype, &call.args,
+                            features.untyped_data(), rois,
+                            pooled.untyped_data(), argmax));
 }
 
 ffi::Error RunGrad(const TfcoDevice* device, const HandlerCall& call,
                    const ffi::AnyBuffer& grads, const void* rois,
                    const int32_t* argmax, const ffi::AnyBuffer& grad_features) {
   if (grad_features.element_count() == 0) return ffi::Error::Success();
-  if (call.args.attrs.bilinear()) {
-    return FfiCoreError(TfcoRoiAlignGrad(device, call.dtype, call.boxes_dtype,
-                                         &call.args, grads.untyped_data(), rois,
-                                         grad_features.untyped_data()));
-  }
-  return FfiCoreError(TfcoRoiPoolGrad(device, call.dtype, call.boxes_dtype,
-                                      &call.args, grads.untyped_data(), rois,
-                                      argmax, grad_features.untyped_data()));
+  const auto entry =
+      call.args.attrs.bilinear() ? TfcoRoiAlignGrad : TfcoRoiPoolGrad;
+  return FfiCoreError(entry(device, call.dtype, call.boxes_dtype, &call.args,
+                            grads.untyped_data(), rois, argmax,
+                            grad_features.untyped_data()));
 }
 
 ffi::Error RunGradBoxes(const TfcoDevice* device, const HandlerCall& call,
