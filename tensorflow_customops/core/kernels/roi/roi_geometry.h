@@ -51,7 +51,7 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE int AdaptiveGrid(A extent) {
 }
 
 // Whether a box [batch_index, x1, y1, x2, y2] passes the regular kernels'
-// checks (CheckRoiValues in roi_args names the one it fails): every
+// checks (CheckRoiValues in roi_shape names the one it fails): every
 // coordinate finite and, once scaled, within kMaxScaledCoordinate; the batch
 // index an integer in [0, batch). B is the boxes' type, float or double.
 template <typename B>

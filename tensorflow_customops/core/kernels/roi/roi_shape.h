@@ -1,6 +1,9 @@
-// The RoI ops' attr and shape rules, shared by their shape functions
-// (core/ops/roi_ops.cc), their OpKernels (roi_args, roi_glue) and their XLA
-// lowerings, so that each rejects a bad call with the same message. Shapes
+// The RoI ops' argument rules, shared by their shape functions
+// (core/ops/roi_ops.cc), their OpKernels (roi_glue) and their XLA lowerings,
+// so that each rejects a bad call with the same message: the attrs and
+// shapes, the shapes the kernels allocate, and the values of the inputs
+// (batch indices, coordinates, argmax), which the regular kernels and the XLA
+// custom calls check on the host before a kernel touches memory. Shapes
 // are PartialTensorShapes (a TensorShape converts to one): a rule checks
 // what is known of them, and -1 in a RoiShape is a size not known yet.
 
@@ -105,6 +108,32 @@ Status CheckFeaturesShapeInput(const PartialTensorShape& input);
 // Checks the values of the features_shape input: sizes of a shape that a
 // tensor could have.
 Status CheckFeaturesShapeValues(absl::Span<const int64_t> values);
+
+// The pooled output shape (PooledDims) of a call whose sizes are known.
+Status PooledShape(const RoiShape& shape, const RoiAttrs& attrs,
+                   TensorShape* out);
+
+// The feature shape a gradient op's features_shape input (of shape
+// `input_shape`, holding `values`) describes, checked by
+// CheckFeaturesShapeInput and CheckFeaturesShapeValues.
+Status FeaturesShapeFromValues(const TensorShape& input_shape,
+                               absl::Span<const int64_t> values,
+                               TensorShape* out);
+
+// Checks the values of `num_rois` boxes ([num_rois, 5], B float or double):
+// every coordinate finite and, once scaled by spatial_scale, within
+// kMaxScaledCoordinate; every batch index an integer in [0, batch).
+template <typename B>
+Status CheckRoiValues(const B* rois, int64_t num_rois, int64_t batch,
+                      float spatial_scale);
+
+// Whether every argmax value in [begin, end) is -1 or a pixel index in
+// [0, area): the pixels RoiPoolGrad writes. Branch-free, so it vectorises.
+bool ArgmaxInRange(const int32_t* values, int64_t begin, int64_t end,
+                   int64_t area);
+
+// The InvalidArgument naming the first argmax value out of range, or OK.
+Status ArgmaxError(const int32_t* values, int64_t size, int64_t area);
 
 }  // namespace roi
 }  // namespace customops

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensorflow_customops/core/kernels/roi/roi_args.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {
