@@ -77,7 +77,7 @@ def _insert_before(text, anchor, addition, what):
 
 
 def _add_to_tfco_ops(root, name):
-    path = os.path.join(root, "tensorflow_customops", "tensorflow_customops.bzl")
+    path = os.path.join(root, "tensorflow_customops", "ops.bzl")
     text = _read(path)
     match = re.search(r"TFCO_OPS = \{\n((?:    .*\n)*)\}", text)
     if not match:

@@ -111,7 +111,7 @@ class NewOpTest(unittest.TestCase):
             changed,
             [
                 "tensorflow_customops/__init__.py",
-                "tensorflow_customops/tensorflow_customops.bzl",
+                "tensorflow_customops/ops.bzl",
             ],
         )
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:

@@ -1,0 +1,19 @@
+"""The op families of this repository: the one table the build reads them from.
+
+A family `f` has core/ops/f_ops.cc and f_grad.cc, its kernels in
+core/kernels/f/ (the kernel libraries listed here), its XLA lowerings in
+compiler/tf2xla/kernels/f/ and python/ops/f_ops.py; the BUILD files that
+build, load and package them read this table, so a new family is one line
+here (tools/new_op.py writes it) plus its folders.
+"""
+
+TFCO_OPS = {
+    "check_condition": ["check_condition_op"],
+    "check_numerics_n": ["check_numerics_n_op"],
+    "clip_by_global_norm": ["clip_by_global_norm_op"],
+    "deform_conv2d": ["deform_conv2d_op"],
+    "matrix_mul": ["matrix_mul_op"],
+    "roi": ["roi_align_op", "roi_pool_op"],
+    "roi_box_counts": ["roi_box_counts_op"],
+    "zero_out": ["zero_out_op"],
+}
