@@ -17,3 +17,14 @@ TFCO_OPS = {
     "roi_box_counts": ["roi_box_counts_op"],
     "zero_out": ["zero_out_op"],
 }
+
+# Further dependencies of a family's shape functions (core/ops/<family>_ops).
+TFCO_SHAPE_DEPS = {
+    "deform_conv2d": ["//tensorflow_customops/core/kernels/deform_conv2d:deform_conv2d_shape"],
+    "roi": ["//tensorflow_customops/core/kernels/roi:roi_args"],
+}
+
+# Further dependencies of a family's GPU check cases (tools/gpu_check/cases/).
+TFCO_GPU_CASE_DEPS = {
+    "roi": ["//tensorflow_customops/python/kernel_tests/roi:roi_test_util"],
+}

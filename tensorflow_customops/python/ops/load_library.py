@@ -131,19 +131,23 @@ def _has_xla_kernel(op_name):
     )
 
 
-def load_xla_from(path, probe_op):
+def load_xla_from(path, op_names):
     """Loads the XLA lowerings at `path`, after the op library.
 
     XLA makes kernels of the registered lowerings once per process, at its
     first compilation. If that has already happened (a jit_compile function
     ran before this import), the library registers its kernels itself.
-    `probe_op` is one of the lowered ops.
+    `op_names` are the op library's ops, some of which the lowerings lower.
     """
     tf.load_op_library(path)
-    if _has_xla_kernel("Identity") and not _has_xla_kernel(probe_op):
+
+    def lowered():
+        return any(_has_xla_kernel(name) for name in op_names)
+
+    if _has_xla_kernel("Identity") and not lowered():
         ctypes.CDLL(path).TfcoRegisterLateXlaKernels()
-        if not _has_xla_kernel(probe_op):
-            raise LibraryLoadError(f"{probe_op} has no XLA kernel after loading {path}")
+        if not lowered():
+            raise LibraryLoadError(f"no op has an XLA kernel after loading {path}")
 
 
 @functools.cache
@@ -156,7 +160,7 @@ def xla_status():
         return False, f"{path} does not exist"
     _load_ops()
     try:
-        load_xla_from(path, "CustomOps>ZeroOut")
+        load_xla_from(path, [op.name for op in _read_op_list().op])
     except (tf.errors.OpError, OSError, AttributeError, LibraryLoadError) as e:
         return False, f"{path} did not load: {e}"
     return True, ""
@@ -237,7 +241,11 @@ def op_list():
     are read back through the library handle (loading is idempotent).
     """
     load_op_library()
-    handle = pywrap_tf_session.TF_LoadLibrary(library_path())
+    return _read_op_list()
+
+
+def _read_op_list():
+    handle = pywrap_tf_session.TF_LoadLibrary(library_path(LIBRARY_NAME))
     try:
         serialized = pywrap_tf_session.TF_GetOpList(handle)
     finally:
