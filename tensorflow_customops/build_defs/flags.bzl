@@ -63,8 +63,8 @@ _MODE_COPTS = select({
     "//conditions:default": [],
 }) + select({
     _USING_ASAN: ["-fsanitize=address", "-fno-omit-frame-pointer"],
-    # GCC leaves float-to-integer overflow out of -fsanitize=undefined; the
-    # RoI kernels convert box positions to integers, so it is checked too.
+    # GCC leaves float-to-integer overflow out of -fsanitize=undefined;
+    # kernels that convert positions to integers need it checked too.
     # GCC 12's null checks make absl's constant comparisons of function
     # addresses with null non-constant, so TensorFlow's headers do not
     # compile with them: those three checks are off.

@@ -127,7 +127,7 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], f
     Defines name + "_core" (tfco_portable_library) and name (the glue).
 
     Args:
-      name: the file stem, e.g. "zero_out_op".
+      name: the file stem, e.g. "foo_op".
       srcs: further portable sources.
       hdrs: further portable headers.
       deps: further tfco_portable_library targets (portable:device is always one).
