@@ -18,6 +18,11 @@ TFCO_OPS = {
     "zero_out": ["zero_out_op"],
 }
 
+# Python packages of the library besides its families' modules (python/ops)
+# and the machinery's: each has a py_library named for its folder and a
+# filegroup, pip_files, of what goes into the wheel.
+TFCO_PYTHON_PACKAGES = ["//tensorflow_customops/python/keras"]
+
 # Further dependencies of a family's shape functions (core/ops/<family>_ops).
 TFCO_SHAPE_DEPS = {
     "deform_conv2d": ["//tensorflow_customops/core/kernels/deform_conv2d:deform_conv2d_shape"],

@@ -57,10 +57,16 @@ class MachineryTest(unittest.TestCase):
         cls.files = machinery.machinery_files(_ROOT)
         cls.tracked = machinery.tracked_files(_ROOT)
         cls.content = _content_pattern(cls.files)
+        cls.content_files = [
+            p
+            for p in cls.tracked
+            if p not in set(cls.files)
+            and p.startswith(machinery.PACKAGE + "/")
+            and not p.endswith("/BUILD")
+        ]
 
     def test_every_pattern_names_files(self):
         package = machinery.PACKAGE
-        families = machinery.families(_ROOT)
         for pattern in machinery.MACHINERY + machinery.TABLES + machinery.FAMILY_PARTS:
             pattern = pattern.replace("{package}", package)
             if "{family}" in pattern:
@@ -87,7 +93,11 @@ class MachineryTest(unittest.TestCase):
             p
             for p in self.files
             if p not in tables
-            and (pattern.search(_read(p)) or self.content.search(_read(p)))
+            and (
+                pattern.search(_read(p))
+                or self.content.search(_read(p))
+                or self._builds_content(p)
+            )
         ]
         self.assertEqual(
             sorted(found),
@@ -96,6 +106,20 @@ class MachineryTest(unittest.TestCase):
             "library must be listed in COUPLED (tools/machinery.py), and a file "
             "that no longer does must leave it",
         )
+
+    def _builds_content(self, path):
+        """Whether `path`, a BUILD file, names a file of its folder that is
+        not machinery."""
+        if os.path.basename(path) != "BUILD":
+            return False
+        folder = os.path.dirname(path) + "/"
+        text = _read(path)
+        stems = [
+            os.path.splitext(p[len(folder) :])[0]
+            for p in self.content_files
+            if p.startswith(folder) and "/" not in p[len(folder) :]
+        ]
+        return any(re.search(rf'"{re.escape(s)}(\.py)?"', text) for s in stems)
 
     def test_family_parts_are_not_machinery(self):
         for family in machinery.families(_ROOT):

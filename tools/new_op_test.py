@@ -137,15 +137,19 @@ class NewOpTest(unittest.TestCase):
             )
 
     def test_existing_op_is_refused(self):
+        sys.path.insert(0, self.repo)
+        from tools import machinery
+
+        family = machinery.families(self.repo)[0]
         result = subprocess.run(
-            [sys.executable, "tools/new_op.py", "zero_out", "--skip-compat"],
+            [sys.executable, "tools/new_op.py", family, "--skip-compat"],
             cwd=self.repo,
             capture_output=True,
             text=True,
             check=False,
         )
         self.assertNotEqual(result.returncode, 0)
-        self.assertIn("zero_out exists already", result.stderr)
+        self.assertIn(f"{family} exists already", result.stderr)
 
     def test_name_must_be_snake_case(self):
         result = subprocess.run(

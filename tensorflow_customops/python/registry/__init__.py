@@ -1,8 +1,8 @@
 """What the cross-op tests and tools need to know about each op of the
 library: one Entry per registered op (registry/entry.py), kept with its
-family in the module of this package named for it (its key in TFCO_OPS:
-zero_out.py, roi.py, deform_conv2d.py, ...), which defines ENTRIES; every
-module that does is read. Boxes for the RoI ops come from boxes.py only.
+family in the module of this package named for it (its key in TFCO_OPS,
+<family>.py), which defines ENTRIES; every module that does is read. A
+family's input helpers live beside it (CONTRIBUTING.md, "The op registry").
 
 Consumers: determinism_test and concurrency_test (property_cases,
 thread_count_dependent), large_shapes_test (large_shapes), cpp_gradients_test

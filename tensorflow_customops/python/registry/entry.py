@@ -26,7 +26,7 @@ class Case:
 
     def tensors(self, dtype, seed=0):
         """The inputs as tensors: the differentiable ones in `dtype`, the others
-        (RoI boxes) in float32; and the differentiable indices."""
+        (boxes, say) in float32; and the differentiable indices."""
         arrays = self.make_inputs(seed)
         indices = (
             range(len(arrays)) if self.differentiable is None else self.differentiable
