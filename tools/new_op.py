@@ -7,8 +7,8 @@ Python function `tfco.NAME`, or `tfco.FUNCTION` with --function (a shorter
 public name, say). The template is a complete op, y = alpha * x in half,
 bfloat16, float and double: spec and shape function, C++ gradient, functor
 header, CPU kernel with validation, GPU kernel, Python wrapper and gradient,
-tests and the ONNX export's test, registry entry, GPU check cases and runner,
-and the ONNX handler. The files it writes are the op's own, most of them in
+tests and the ONNX export's test, smoke checks, registry entry, GPU check
+cases and runner, and the ONNX handler. The files it writes are the op's own, most of them in
 folders of the family's own with their BUILD files (core/kernels/NAME/,
 compiler/tf2xla/kernels/NAME/, python/kernel_tests/NAME/), and the GPU
 check's cases and runner register themselves; of the shared files it changes

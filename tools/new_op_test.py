@@ -24,6 +24,7 @@ _TARGETS = [
     f"//tensorflow_customops/python/kernel_tests/{_NAME}:{_NAME}_onnx_test",
     "//tensorflow_customops/python/kernel_tests/onnx:onnx_coverage_test",
     "//tensorflow_customops/python/kernel_tests/loading:api_test",
+    "//tensorflow_customops/python/kernel_tests/loading:smoke_test",
     "//tensorflow_customops/python/kernel_tests/properties:op_registry_test",
     "//tensorflow_customops/python/kernel_tests/properties:large_shapes_test",
     "//tensorflow_customops/python/kernel_tests/properties:cpp_gradients_test",
