@@ -1,5 +1,6 @@
-"""TensorFlow custom ops: RoI pooling for detection, fused ops, and the model
-project for writing custom ops.
+"""TensorFlow custom ops: RoI pooling and align for detection, deformable
+convolution (DCNv2), fused ops, and their gradients, with CPU kernels, XLA
+lowerings and (built where nvcc is) CUDA kernels.
 
     import tensorflow_customops as tfco
     tfco.zero_out([[1, 2], [3, 4]])

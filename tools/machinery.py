@@ -107,15 +107,10 @@ COUPLED = (
     "{package}/core/ops/compat/golden_replay_test.py",
     "{package}/core/ops/compat/goldens.py",
     "{package}/core/ops/compat/op_compat.h",
-    "{package}/python/kernel_tests/BUILD",
-    "{package}/python/kernel_tests/loading/gpu_kernels_test.py",
-    "{package}/python/kernel_tests/loading/load_library_test.py",
     "{package}/python/kernel_tests/loading/saved_model_c_api_test.py",
     "{package}/python/kernel_tests/onnx/BUILD",
     "{package}/python/kernel_tests/onnx/cli_test.py",
     "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
-    "{package}/python/kernel_tests/properties/large_shapes_test.py",
-    "{package}/python/kernel_tests/properties/op_registry_test.py",
     "{package}/python/kernel_tests/properties/xla_test.py",
     "{package}/python/onnx/export.py",
     "{package}/python/onnx/handler_util.py",
@@ -127,7 +122,6 @@ COUPLED = (
     "tools/gpu_check/run_on_gpu_machine.sh",
     "tools/gpu_check/torchvision_compare.py",
     "tools/pip_package/pip_wheel_test.py",
-    "tools/pip_package/setup.py",
     "tools/wheel_matrix.sh",
 )
 

@@ -14,6 +14,8 @@ add it to, so a new op is covered or fails loudly.
 import importlib
 import pkgutil
 
+import tensorflow as tf
+
 from tensorflow_customops.python.ops import load_library
 
 _PACKAGE = "tensorflow_customops/python/registry"
@@ -59,6 +61,17 @@ def entries():
     if unknown:
         raise LookupError(f"registry entries for ops the library lacks: {unknown}")
     return table
+
+
+def run_a_case():
+    """Runs one property case of the first op that has one, eagerly in
+    float32, and returns its outputs: for tests that need some op of the
+    library to run, whichever ops it has."""
+    for entry in entries().values():
+        for case in entry.property_cases():
+            tensors, _ = case.tensors(tf.float32)
+            return [t.numpy() for t in tf.nest.flatten(case.forward(*tensors))]
+    raise LookupError("no registry entry has a property case")
 
 
 def fuzz_hints():
