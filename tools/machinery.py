@@ -113,7 +113,6 @@ COUPLED = (
     "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
     "{package}/python/kernel_tests/properties/xla_test.py",
     "{package}/python/onnx/export.py",
-    "{package}/python/onnx/handler_util.py",
     "tools/fuzz/fuzz_harness_test.py",
     "tools/gpu_check/case_file.py",
     "tools/gpu_check/cases/__init__.py",
