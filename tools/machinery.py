@@ -107,7 +107,6 @@ COUPLED = (
     "{package}/core/ops/compat/golden_replay_test.py",
     "{package}/core/ops/compat/goldens.py",
     "{package}/core/ops/compat/op_compat.h",
-    "{package}/python/kernel_tests/loading/saved_model_c_api_test.py",
     "{package}/python/kernel_tests/onnx/BUILD",
     "{package}/python/kernel_tests/onnx/cli_test.py",
     "{package}/python/kernel_tests/properties/cpp_gradients_test.py",

@@ -63,15 +63,20 @@ def entries():
     return table
 
 
-def run_a_case():
-    """Runs one property case of the first op that has one, eagerly in
-    float32, and returns its outputs: for tests that need some op of the
-    library to run, whichever ops it has."""
+def a_case():
+    """The first property case of the first op that has one: for tests that
+    need some op of the library to run, whichever ops it has."""
     for entry in entries().values():
         for case in entry.property_cases():
-            tensors, _ = case.tensors(tf.float32)
-            return [t.numpy() for t in tf.nest.flatten(case.forward(*tensors))]
+            return case
     raise LookupError("no registry entry has a property case")
+
+
+def run_a_case():
+    """Runs a_case() eagerly in float32; returns its outputs as arrays."""
+    case = a_case()
+    tensors, _ = case.tensors(tf.float32)
+    return [t.numpy() for t in tf.nest.flatten(case.forward(*tensors))]
 
 
 def fuzz_hints():
