@@ -96,7 +96,7 @@ def _export(root, name, function):
     path = os.path.join(root, "tensorflow_customops", "__init__.py")
     text = _insert_before(
         _read(path),
-        "from tensorflow_customops.python.platform import build_info as _build_info\n",
+        "from tensorflow_customops.version import __version__\n",
         f"from tensorflow_customops.python.ops.{name}_ops import {function}\n",
         path,
     )
