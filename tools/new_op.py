@@ -7,15 +7,15 @@ Python function `tfco.NAME`, or `tfco.FUNCTION` with --function (a shorter
 public name, say). The template is a complete op, y = alpha * x in half,
 bfloat16, float and double: spec and shape function, C++ gradient, functor
 header, CPU kernel with validation, GPU kernel, Python wrapper and gradient,
-tests and the ONNX export's test, registry entry, GPU check cases and runner,
-and the ONNX handler. The files it writes are the op's own, most of them in
-folders of the family's own with their BUILD files (core/kernels/NAME/,
-compiler/tf2xla/kernels/NAME/, python/kernel_tests/NAME/), and the GPU
-check's cases and runner register themselves; of the shared files it changes
-two, adding the family to TFCO_OPS and its function to the package's imports
-and __all__. Then it records the spec's history and goldens (bazel run
-//tensorflow_customops/core/ops/compat:update_ops_history and :record_goldens)
-unless --skip-compat.
+tests and the ONNX export's test, smoke checks, registry entry, GPU check
+cases and runner, and the ONNX handler. The files it writes are the op's
+own, most of them in folders of the family's own with their BUILD files
+(core/kernels/NAME/, compiler/tf2xla/kernels/NAME/, python/kernel_tests/NAME/),
+and the GPU check's cases and runner register themselves; of the shared files
+it changes two, adding the family to TFCO_OPS (ops.bzl) and its function to
+the package's imports and __all__. Then it records the spec's history and
+goldens (bazel run //tensorflow_customops/core/ops/compat:update_ops_history
+and :record_goldens) unless --skip-compat.
 Replace the maths, keep the structure, and run the tests.
 """
 
@@ -77,7 +77,7 @@ def _insert_before(text, anchor, addition, what):
 
 
 def _add_to_tfco_ops(root, name):
-    path = os.path.join(root, "tensorflow_customops", "tensorflow_customops.bzl")
+    path = os.path.join(root, "tensorflow_customops", "ops.bzl")
     text = _read(path)
     match = re.search(r"TFCO_OPS = \{\n((?:    .*\n)*)\}", text)
     if not match:
@@ -96,7 +96,7 @@ def _export(root, name, function):
     path = os.path.join(root, "tensorflow_customops", "__init__.py")
     text = _insert_before(
         _read(path),
-        "from tensorflow_customops.python.platform import build_info as _build_info\n",
+        "from tensorflow_customops.version import __version__\n",
         f"from tensorflow_customops.python.ops.{name}_ops import {function}\n",
         path,
     )

@@ -25,6 +25,7 @@ _TARGETS = [
     f"//tensorflow_customops/python/kernel_tests/{_NAME}:{_NAME}_onnx_test",
     "//tensorflow_customops/python/kernel_tests/onnx:onnx_coverage_test",
     "//tensorflow_customops/python/kernel_tests/loading:api_test",
+    "//tensorflow_customops/python/kernel_tests/loading:smoke_test",
     "//tensorflow_customops/python/kernel_tests/properties:op_registry_test",
     "//tensorflow_customops/python/kernel_tests/properties:large_shapes_test",
     "//tensorflow_customops/python/kernel_tests/properties:cpp_gradients_test",
@@ -125,7 +126,7 @@ class NewOpTest(unittest.TestCase):
             changed,
             [
                 "tensorflow_customops/__init__.py",
-                "tensorflow_customops/tensorflow_customops.bzl",
+                "tensorflow_customops/ops.bzl",
             ],
         )
         with open(os.path.join(self.repo, "tensorflow_customops", "__init__.py")) as f:
@@ -158,15 +159,19 @@ class NewOpTest(unittest.TestCase):
             )
 
     def test_existing_op_is_refused(self):
+        sys.path.insert(0, self.repo)
+        from tools import machinery
+
+        family = machinery.families(self.repo)[0]
         result = subprocess.run(
-            [sys.executable, "tools/new_op.py", "zero_out", "--skip-compat"],
+            [sys.executable, "tools/new_op.py", family, "--skip-compat"],
             cwd=self.repo,
             capture_output=True,
             text=True,
             check=False,
         )
         self.assertNotEqual(result.returncode, 0)
-        self.assertIn("zero_out exists already", result.stderr)
+        self.assertIn(f"{family} exists already", result.stderr)
 
     def test_name_must_be_snake_case(self):
         result = subprocess.run(

@@ -9,9 +9,9 @@
 #   tools/wheel_matrix.sh [WHEEL] [RELEASE[@PYTHON]...]
 #
 # (default: dist/'s newest wheel, every release; RELEASE@3.10 picks another
-# Python than the newest). With BENCHMARK=1 it also runs, in each
-# virtualenv, the benchmarks of what jit_compile costs (xla_speed_benchmark,
-# roi_layer_fit_benchmark) and prints their tables.
+# Python than the newest). With BENCHMARKS="NAME..." (modules of
+# python/benchmarks) it also runs those benchmarks in each virtualenv and
+# prints their tables.
 #
 # The virtualenvs are kept in ~/.cache/tensorflow_customops/venvs (or
 # $TFCO_VENV_CACHE) and reused. An interpreter is found as pythonX.Y on PATH
@@ -56,16 +56,17 @@ find_python() {
   return 1
 }
 
-# The compat tests import the installed package plus the repository's compat
-# and registry modules, which the wheel leaves out; they read the history and
-# goldens from the repository. The benchmarks import theirs too.
+# The compat tests import the installed package plus the repository's
+# modules the wheel leaves out (compat, registry, benchmarks: every one that
+# is not a test); they read the history and goldens from the repository.
 compat_path() {
   local site="$1" overlay="$2"
   rm -rf "${overlay}" && mkdir -p "${overlay}"
   cp -r "${site}/tensorflow_customops" "${overlay}/"
-  (cd "${root}" && git ls-files 'tensorflow_customops/core/*.py' 'tensorflow_customops/python/registry/*.py' \
-    'tensorflow_customops/python/benchmarks/*.py' |
-    grep -v '_test.py$' | xargs cp --parents -t "${overlay}")
+  (cd "${root}" && git ls-files 'tensorflow_customops/*.py' | grep -v '_test.py$' |
+    while read -r module; do
+      [[ -e "${overlay}/${module}" ]] || cp --parents -t "${overlay}" "${module}"
+    done)
 }
 
 failed=0
@@ -115,8 +116,8 @@ for release in "${releases[@]}"; do
       echo "=== ${test} failed on TensorFlow ${tf_version} (log: ${log})"
     fi
   done
-  if [[ "${BENCHMARK:-0}" == 1 ]]; then
-    for benchmark in xla_speed_benchmark roi_layer_fit_benchmark; do
+  if [[ -n "${BENCHMARKS:-}" ]]; then
+    for benchmark in ${BENCHMARKS}; do
       out="${cache}/tf${release}-py${version}-${benchmark}.txt"
       echo "=== ${benchmark} on TensorFlow ${tf_version} (log: ${out})"
       (cd "${cache}" && PYTHONPATH="${cache}/compat-tf${release}" TF_CPP_MIN_LOG_LEVEL=2 \

@@ -2,7 +2,7 @@
 """Checks that a glue imports from TensorFlow only what that release exports.
 
 A glue built for another TensorFlow release links empty stand-ins for its
-libraries (tensorflow_customops.bzl), so the linker cannot tell whether
+libraries (build_defs/libraries.bzl), so the linker cannot tell whether
 TensorFlow exports what the glue needs; this does, before the glue goes
 into the wheel, and copies it there.
 

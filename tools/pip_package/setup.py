@@ -1,5 +1,6 @@
 """Packages tensorflow_customops as a platform wheel. Run by build_pip_pkg."""
 
+import ast
 import os
 import re
 
@@ -33,13 +34,20 @@ class PlatformWheel(bdist_wheel):
         return ("py3", "none", super().get_tag()[2])
 
 
+def _summary(path):
+    """The first paragraph of a module's docstring, on one line."""
+    with open(os.path.join(_HERE, path)) as f:
+        docstring = ast.get_docstring(ast.parse(f.read()))
+    return " ".join(docstring.split("\n\n")[0].split())
+
+
 _version = _read_module("tensorflow_customops/version.py")["__version__"]
 _onnx = _read_module("tensorflow_customops/python/onnx/requirements.py")
 
 
 def _without_relative_links(markdown):
     """The README for a package index, where its links into the repository
-    (docs/roi.md, #sections) would be dead: each becomes its text and the path
+    (docs/<page>.md, #sections) would be dead: each becomes its text and the path
     of the page it names."""
 
     def replace(match):
@@ -54,18 +62,14 @@ def _without_relative_links(markdown):
 
 with open(os.path.join(_HERE, "README.md")) as f:
     _long_description = (
-        "Paths such as `docs/roi.md` name pages of the documentation in the "
+        "Paths such as `docs/<page>.md` name pages of the documentation in the "
         "project's source repository.\n\n" + _without_relative_links(f.read())
     )
 
 setuptools.setup(
     name="tensorflow_customops",
     version=_version,
-    description=(
-        "TensorFlow custom ops: RoI pooling and align for detection, deformable "
-        "convolution (DCNv2), fused ops, and their gradients, with CPU kernels, "
-        "XLA lowerings and (built where nvcc is) CUDA kernels."
-    ),
+    description=_summary("tensorflow_customops/__init__.py"),
     long_description=_long_description,
     long_description_content_type="text/markdown",
     packages=setuptools.find_packages(exclude=["*.kernel_tests", "*.kernel_tests.*"]),

@@ -1,7 +1,8 @@
 """Which XLA lowering a test compiles: where the build has them
-(build_info()["xla_custom_calls"]), the RoI ops compile on CPU to custom calls
-into their own kernels; hlo_lowering() makes functions compiled inside it use
-the HLO lowerings instead, as other devices do."""
+(build_info()["xla_custom_calls"]), the ops whose registry entry sets
+xla_custom_call compile on CPU to custom calls into their own kernels;
+hlo_lowering() makes functions compiled inside it use the HLO lowerings
+instead, as other devices do."""
 
 import contextlib
 import os

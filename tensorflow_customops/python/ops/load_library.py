@@ -25,8 +25,10 @@ from tensorflow_customops.python.ops.releases import (
     glue_folders,
     install_command,
     major_minor,
+    supported_releases,
 )
 from tensorflow_customops.python.platform import build_info as _build_info
+from tensorflow_customops.version import __version__
 
 XLA_LIBRARY_NAME = "_custom_ops_xla.so"
 _BUILD_COMMAND = (
@@ -131,19 +133,23 @@ def _has_xla_kernel(op_name):
     )
 
 
-def load_xla_from(path, probe_op):
+def load_xla_from(path, op_names):
     """Loads the XLA lowerings at `path`, after the op library.
 
     XLA makes kernels of the registered lowerings once per process, at its
     first compilation. If that has already happened (a jit_compile function
     ran before this import), the library registers its kernels itself.
-    `probe_op` is one of the lowered ops.
+    `op_names` are the op library's ops, some of which the lowerings lower.
     """
     tf.load_op_library(path)
-    if _has_xla_kernel("Identity") and not _has_xla_kernel(probe_op):
+
+    def lowered():
+        return any(_has_xla_kernel(name) for name in op_names)
+
+    if _has_xla_kernel("Identity") and not lowered():
         ctypes.CDLL(path).TfcoRegisterLateXlaKernels()
-        if not _has_xla_kernel(probe_op):
-            raise LibraryLoadError(f"{probe_op} has no XLA kernel after loading {path}")
+        if not lowered():
+            raise LibraryLoadError(f"no op has an XLA kernel after loading {path}")
 
 
 @functools.cache
@@ -156,7 +162,7 @@ def xla_status():
         return False, f"{path} does not exist"
     _load_ops()
     try:
-        load_xla_from(path, "CustomOps>ZeroOut")
+        load_xla_from(path, [op.name for op in _read_op_list().op])
     except (tf.errors.OpError, OSError, AttributeError, LibraryLoadError) as e:
         return False, f"{path} did not load: {e}"
     return True, ""
@@ -237,7 +243,11 @@ def op_list():
     are read back through the library handle (loading is idempotent).
     """
     load_op_library()
-    handle = pywrap_tf_session.TF_LoadLibrary(library_path())
+    return _read_op_list()
+
+
+def _read_op_list():
+    handle = pywrap_tf_session.TF_LoadLibrary(library_path(LIBRARY_NAME))
     try:
         serialized = pywrap_tf_session.TF_GetOpList(handle)
     finally:
@@ -245,3 +255,51 @@ def op_list():
     ops = op_def_pb2.OpList()
     ops.ParseFromString(serialized)
     return ops
+
+
+def build_info():
+    """How this copy was built, and which TensorFlow it runs with: versions,
+    C++ ABI flag, CUDA, XLA.
+
+    Returns:
+      A dict with keys `version` (this package's), `tf_running_version` (the
+      TensorFlow imported in this process, whose op library was loaded),
+      `tf_version` (the TensorFlow the build was configured with: in a wheel,
+      the one its portable kernels and its build machine's glue were built with,
+      which may differ from the running one), `tf_releases` (the TensorFlow
+      releases, major.minor, this copy has op libraries for), `op_library`
+      (the path of the running TensorFlow's op library, which a C or C++
+      program serving a SavedModel loads), `cxx11_abi_flag`, `cxx_standard`,
+      `cuda` (whether GPU kernels were compiled in), `cuda_capabilities`,
+      `gpu_kernels` (whether the GPU kernels are registered: only where the
+      driver and every GPU can run them; otherwise TensorFlow runs the ops on
+      the CPU), `gpu_kernels_reason` (why not, or ""),
+      `cuda_runtime_version` (the CUDA runtime the GPU kernels were built
+      with, e.g. "13.0"), `cuda_driver_floor` (the oldest CUDA version the
+      NVIDIA driver must support for them) and `cuda_driver_version` (the
+      driver's; "" with no driver), see docs/gpu.md,
+      `xla` (whether the XLA lowerings are loaded, so the ops compile under
+      jit_compile), `xla_unavailable_reason` (why not, or ""),
+      `xla_custom_calls` (whether, on CPU, the ops whose lowerings make
+      custom calls compile to calls into their own kernels rather than to
+      HLO) and `xla_custom_call_api` (through which XLA interface: "typed_ffi"
+      on TensorFlow 2.20 and newer, "legacy" on 2.12 to 2.19, "" for none;
+      their errors differ: docs/xla.md).
+    """
+    xla, xla_reason = xla_status()
+    return {
+        "version": __version__,
+        "tf_running_version": tf.__version__,
+        "tf_version": _build_info.TF_VERSION,
+        "tf_releases": supported_releases(),
+        "op_library": library_path(),
+        "cxx11_abi_flag": _build_info.CXX11_ABI_FLAG,
+        "cxx_standard": _build_info.CXX_STANDARD,
+        "cuda": _build_info.CUDA,
+        "cuda_capabilities": list(_build_info.CUDA_CAPABILITIES),
+        **gpu_support(),
+        "xla": xla,
+        "xla_unavailable_reason": xla_reason,
+        "xla_custom_calls": xla_custom_calls(),
+        "xla_custom_call_api": xla_custom_call_api(),
+    }

@@ -1,8 +1,8 @@
 """What the cross-op tests and tools need to know about each op of the
 library: one Entry per registered op (registry/entry.py), kept with its
-family in the module of this package named for it (its key in TFCO_OPS:
-zero_out.py, roi.py, deform_conv2d.py, ...), which defines ENTRIES; every
-module that does is read. Boxes for the RoI ops come from boxes.py only.
+family in the module of this package named for it (its key in TFCO_OPS,
+<family>.py), which defines ENTRIES; every module that does is read. A
+family's input helpers live beside it (CONTRIBUTING.md, "The op registry").
 
 Consumers: determinism_test and concurrency_test (property_cases,
 thread_count_dependent), large_shapes_test (large_shapes), cpp_gradients_test
@@ -13,6 +13,8 @@ add it to, so a new op is covered or fails loudly.
 
 import importlib
 import pkgutil
+
+import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
 
@@ -59,6 +61,22 @@ def entries():
     if unknown:
         raise LookupError(f"registry entries for ops the library lacks: {unknown}")
     return table
+
+
+def a_case():
+    """The first property case of the first op that has one: for tests that
+    need some op of the library to run, whichever ops it has."""
+    for entry in entries().values():
+        for case in entry.property_cases():
+            return case
+    raise LookupError("no registry entry has a property case")
+
+
+def run_a_case():
+    """Runs a_case() eagerly in float32; returns its outputs as arrays."""
+    case = a_case()
+    tensors, _ = case.tensors(tf.float32)
+    return [t.numpy() for t in tf.nest.flatten(case.forward(*tensors))]
 
 
 def fuzz_hints():

@@ -91,6 +91,7 @@ ENTRIES = [
         # A condition known only at run time is checked by a custom call on
         # the CPU; the HLO lowering passes the values through.
         xla_custom_call=True,
+        stateful="a check, like Assert",
         golden=Override(
             inputs=_golden_inputs,
             attrs={

@@ -26,7 +26,7 @@ class Case:
 
     def tensors(self, dtype, seed=0):
         """The inputs as tensors: the differentiable ones in `dtype`, the others
-        (RoI boxes) in float32; and the differentiable indices."""
+        (boxes, say) in float32; and the differentiable indices."""
         arrays = self.make_inputs(seed)
         indices = (
             range(len(arrays)) if self.differentiable is None else self.differentiable
@@ -100,6 +100,10 @@ class Entry:
       implemented, a regex of the error they raise at run time
       (cpp_gradients_test checks it is raised, through both gradients); ""
       for the others, whose second-order gradients are checked numerically.
+    stateful: for an op registered stateful, why: a check that must run like
+      Assert even where nothing reads its output (graphs prune stateless ops
+      without consumers); "" for the others, which must be stateless
+      (op_registry_test).
     """
 
     op: str
@@ -113,3 +117,4 @@ class Entry:
     xla_custom_call: bool = False
     xla_unsupported: str = ""
     second_order_error: str = ""
+    stateful: str = ""

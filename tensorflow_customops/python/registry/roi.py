@@ -164,6 +164,15 @@ def _large_shapes(test, op):
         r"overflows int64",
     ):
         traced_shapes(pooled, *specs)
+    if op == "roi_align":
+        # The wrapper's output_size is an int attr the shape function reads
+        # as int32: rejected when the graph is built.
+        with test.assertRaisesRegex(ValueError, "out of range for an int32"):
+            traced_shapes(
+                lambda f, r: tfco.roi_align(f, r, 2**31),
+                tf.TensorSpec([1, 2, 2, 1], tf.float32),
+                tf.TensorSpec([1, 5], tf.float32),
+            )
     # argmax holds h * W + w in an int32: maps of 2^31 pixels are rejected.
     for data_format, shape in (
         ("NHWC", [0, 2**16, 2**15, 4]),

@@ -97,6 +97,7 @@ ENTRIES = [
         large_shapes=_large_shapes,
         property_cases=lambda: [_property_case()],
         fuzz_hint=_fuzz_hint,
+        stateful="a check of box_counts, like Assert",
         golden=Override(inputs=_golden_inputs),
     ),
 ]

@@ -35,7 +35,7 @@ def small_values(shape, dtype, generator):
 
 def shaped_small_values(*shapes):
     """An Override input builder: one array of small_values per dtype, of the
-    given shapes (e.g. MatrixMul's compatible operands)."""
+    given shapes (e.g. a matrix product's compatible operands)."""
     return lambda dtypes, generator: [
         small_values(shape, dtype, generator) for shape, dtype in zip(shapes, dtypes)
     ]

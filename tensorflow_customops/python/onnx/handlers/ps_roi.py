@@ -40,11 +40,10 @@ from tf2onnx import utils
 from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
+from tensorflow_customops.python.onnx.handlers import roi_boxes
 
 _WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _NUMPY = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
-# The kernels' bound on scaled box coordinates (kMaxScaledCoordinate).
-_MAX_SCALED_COORDINATE = float(1 << 30)
 
 
 class _Builder:
@@ -125,9 +124,9 @@ def _grouped_features(b, node, bins):
 def _box_rows(b, node, spatial_scale):
     """Per-box rows [1, K]: x1, y1, x2, y2 scaled by spatial_scale in the
     compute type (as the kernels scale them), and the batch indices (int64),
-    -1 for a box the kernels refuse (handler_util.checked_rois), which makes
+    -1 for a box the kernels refuse (roi_boxes.checked_rois), which makes
     every group index of its sub-boxes negative and RoiAlign refuse them."""
-    boxes, batch = handler_util.split_rois(b.ctx, node, 1, b.dtype)
+    boxes, batch = roi_boxes.split_rois(b.ctx, node, 1, b.dtype)
     # The kernels scale by the float attribute, widened to double for double.
     scaled = b.op(
         "Transpose", b.op("Mul", boxes, b.const(np.float32(spatial_scale))), perm=[1, 0]
@@ -217,7 +216,11 @@ def _near_drop_edges(b, bin_start, bin_size, grid, size):
         # NaN and infinities (bin_size 0) become 0, then the range of samples.
         estimate = b.op(
             "Where",
-            b.op("LessOrEqual", b.op("Abs", estimate), b.const(_MAX_SCALED_COORDINATE)),
+            b.op(
+                "LessOrEqual",
+                b.op("Abs", estimate),
+                b.const(roi_boxes.MAX_SCALED_COORDINATE),
+            ),
             estimate,
             b.const(0.0),
         )

@@ -8,6 +8,7 @@ from tf2onnx import utils
 from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
+from tensorflow_customops.python.onnx.handlers import roi_boxes
 
 # Feature dtypes ONNX's RoiAlign computes in; half and bfloat16 features are
 # pooled in float, as the kernels accumulate them, and rounded once at the end.
@@ -32,7 +33,7 @@ class RoiAlign:
         features = handler_util.nchw_input(ctx, node, 0)
         if compute != dtype:
             features = ctx.make_node("Cast", [features], attr={"to": compute}).output[0]
-        boxes, batch = handler_util.split_rois(ctx, node, 1, compute)
+        boxes, batch = roi_boxes.split_rois(ctx, node, 1, compute)
         aligned = node.get_attr_value("aligned")
         sampling_ratio = node.get_attr_value("sampling_ratio")
         if aligned and sampling_ratio <= 0:
@@ -148,7 +149,7 @@ class RoiPool:
         # MaxRoiPool counts a box's pixels in int32 (and its bin ends, via
         # float), which a box spanning nearly 2^31 pixels overflows: refused,
         # where the kernels count in int64.
-        rois = handler_util.checked_rois(ctx, node, 1, max_extent=2**31 - 1024)
+        rois = roi_boxes.checked_rois(ctx, node, 1, max_extent=2**31 - 1024)
         attr = {
             "pooled_shape": [
                 node.get_attr_value("pooled_height"),
