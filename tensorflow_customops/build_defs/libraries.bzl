@@ -36,9 +36,10 @@ def tfco_kernels(suffix = ""):
     ]
 
 # The layer a file's name puts it in (CONTRIBUTING.md, "Layers"): in a family
-# folder, <op>_op.cc and <family>_glue.{h,cc} are the glue; <op>_op_cpu.cc,
-# <op>_op_gpu.cu.cc and <op>_op_entry.cc the portable kernels.
-_GLUE_SUFFIXES = ("_op.cc", "_glue.h", "_glue.cc")
+# folder, <op>_op.cc, <family>_glue.{h,cc} and <family>_shape.{h,cc} are the
+# glue; <op>_op_cpu.cc, <op>_op_gpu.cu.cc and <op>_op_entry.cc the portable
+# kernels, and so is every other name there.
+_GLUE_SUFFIXES = ("_op.cc", "_glue.h", "_glue.cc", "_shape.h", "_shape.cc")
 _PORTABLE_SUFFIXES = ("_op_cpu.cc", "_op_gpu.cu.cc", "_op_entry.cc")
 
 def _check_layer(macro, files, wrong_suffixes, layer):
@@ -46,6 +47,18 @@ def _check_layer(macro, files, wrong_suffixes, layer):
         if type(f) == "string" and f.endswith(wrong_suffixes):
             fail("%s: %s is named as %s code (CONTRIBUTING.md, \"Layers\"); " % (macro, f, layer) +
                  "rename it or use the other layer's macro")
+
+def _in_family_folder():
+    # core/kernels/<family>; glue/ and portable/ say their layer by folder.
+    parts = native.package_name().split("/")
+    return (len(parts) == 4 and parts[1:3] == ["core", "kernels"] and
+            parts[3] not in ("glue", "portable"))
+
+def _check_glue_names(macro, files):
+    for f in files:
+        if type(f) == "string" and not f.endswith(_GLUE_SUFFIXES):
+            fail("%s: %s is named as portable kernel code (CONTRIBUTING.md, \"Layers\"): " % (macro, f) +
+                 "name a family's glue <op>_op.cc, <family>_glue.{h,cc} or <family>_shape.{h,cc}")
 
 def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     """Glue: op specs, gradients, OpKernels, or code they share. Compiled
@@ -60,6 +73,8 @@ def tfco_cc_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
       **kwargs: passed to cc_library (visibility, ...).
     """
     _check_layer("tfco_cc_library", srcs + hdrs, _PORTABLE_SUFFIXES, "portable kernel")
+    if _in_family_folder():
+        _check_glue_names("tfco_cc_library", srcs + hdrs)
     native.cc_library(
         name = name,
         srcs = srcs,
