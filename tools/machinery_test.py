@@ -82,7 +82,9 @@ class MachineryTest(unittest.TestCase):
             self.assertIn(path, self.files)
 
     def test_only_the_coupled_files_name_this_librarys_ops(self):
-        registered = os.path.join(_ROOT, machinery.PACKAGE, "core/ops/compat/registered_ops")
+        registered = os.path.join(
+            _ROOT, machinery.PACKAGE, "core/ops/compat/registered_ops"
+        )
         ops = [
             name[len(machinery.OP_PREFIX) + 1 : -len(".pbtxt")]
             for name in os.listdir(registered)

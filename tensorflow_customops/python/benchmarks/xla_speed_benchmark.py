@@ -7,9 +7,10 @@ the XLA interface the lowerings use (build_info()["xla_custom_call_api"]).
     bazel run //tensorflow_customops/python/benchmarks:xla_speed_benchmark
 
 tools/wheel_matrix.sh runs it, and roi_layer_fit_benchmark, in each
-release's virtualenv with BENCHMARKS="xla_speed_benchmark roi_layer_fit_benchmark". The cases are roi_benchmark's
-"default" (N=2, C=256, 64x64, K=512, 7x7; the position-sensitive ops with
-C=392) and deform_conv2d_benchmark's (N=2, C=O=256, 64x64, 3x3, with a mask).
+release's virtualenv when BENCHMARKS names them (docs/benchmarks.md). The
+cases are roi_benchmark's "default" (N=2, C=256, 64x64, K=512, 7x7; the
+position-sensitive ops with C=392) and deform_conv2d_benchmark's (N=2,
+C=O=256, 64x64, 3x3, with a mask).
 A step returns the output and the gradients of the features (and of the
 offsets, mask and filter), as a training step needs them.
 """
