@@ -20,8 +20,8 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow_customops/core/kernels/glue/portable_call.h"
 #include "tensorflow_customops/core/kernels/glue/register_kernel.h"
-#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 #include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
+#include "tensorflow_customops/core/kernels/roi/roi_shape.h"
 
 namespace tensorflow {
 namespace customops {
