@@ -4,16 +4,13 @@ naming the op, and after TF_LoadLibrary of the op library it gives Python's
 numbers bit for bit."""
 
 import os
-import subprocess
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python import registry
-
-_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saved_model_run")
+from tensorflow_customops.python.kernel_tests.loading import c_api_serving
 
 
 class SavedModelCApiTest(tf.test.TestCase):
@@ -37,28 +34,9 @@ class SavedModelCApiTest(tf.test.TestCase):
         tf.saved_model.save(module, export_dir, signatures=module.serve)
         expected = module.serve(*tensors)["y"].numpy()
 
-        saved_model = saved_model_pb2.SavedModel()
-        with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
-            saved_model.ParseFromString(f.read())
-        signature = saved_model.meta_graphs[0].signature_def["serving_default"]
-        args = [_RUNNER, f"--export_dir={export_dir}"]
-        for name, value in inputs.items():
-            path = os.path.join(self.get_temp_dir(), name)
-            value.tofile(path)
-            shape = "x".join(map(str, value.shape))
-            args.append(
-                f"--input={signature.inputs[name].name}:{value.dtype}:{shape}:{path}"
-            )
-        out_path = os.path.join(self.get_temp_dir(), "y")
-        args.append(f"--output={signature.outputs['y'].name}:{out_path}")
-
-        def run(*extra):
-            return subprocess.run(
-                [*args, *extra],
-                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                capture_output=True,
-                text=True,
-            )
+        run, out_path = c_api_serving.runner(
+            export_dir, inputs, "y", self.get_temp_dir()
+        )
 
         missing = run()
         self.assertEqual(missing.returncode, 1, missing.stderr)
