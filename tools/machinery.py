@@ -35,7 +35,6 @@ MACHINERY = (
     "{package}/build_defs/*",
     "{package}/onnx.py",
     "{package}/smoke.py",
-    "{package}/version.py",
     "{package}/core/BUILD",
     "{package}/core/__init__.py",
     "{package}/core/framework/*",
@@ -100,6 +99,10 @@ TABLES = (
     "{package}/__init__.py",
 )
 
+# Machinery in form that each repository then keeps as its own: a new
+# repository gets its own start of them, which updates leave alone.
+STARTERS = ("{package}/version.py",)
+
 # Machinery files that still hold parts of this repository's families (their
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
@@ -126,13 +129,15 @@ COUPLED = (
 # A TensorFlow op name: what the prefix of every op must fit into.
 _OP_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*(>[A-Za-z0-9][A-Za-z0-9_]*)*")
 _FAMILY_ROW = re.compile(r'^    "([a-z0-9_]+)": \[', re.M)
+_FAMILY_TABLE = re.compile(r"^TFCO_OPS = \{(.*?)\}", re.M | re.S)
 
 
 def substitute(text, package, op_prefix):
     """This repository's text (or path) as it reads in the repository of
     `package` whose ops carry `op_prefix`: the package's name (also as header
     guards spell it, and as pip does, with dashes), and the op prefix in op
-    names (`CustomOps>Foo`) and history file names (`CustomOps_Foo`). The
+    names (`CustomOps>Foo`), history file names (`CustomOps_Foo`) and as a
+    string (`"CustomOps"`). The
     machinery's own identifiers (`tfco_*` macros, `TFCO_*`, the portable
     kernels' `Tfco*` C interface) stay: they are internal to each package's
     libraries."""
@@ -142,6 +147,7 @@ def substitute(text, package, op_prefix):
         (PACKAGE.replace("_", "-"), package.replace("_", "-")),
         (OP_PREFIX + ">", op_prefix + ">"),
         (OP_PREFIX + "_", op_prefix + "_"),
+        (f'"{OP_PREFIX}"', f'"{op_prefix}"'),
     ):
         text = text.replace(old, new)
     return text
@@ -162,9 +168,7 @@ def check_op_prefix(prefix):
 def families(root, package=PACKAGE):
     """The op families of the repository at `root` (TFCO_OPS's keys)."""
     with open(os.path.join(root, package, "ops.bzl")) as f:
-        text = f.read()
-    table = text[text.index("TFCO_OPS = {") :]
-    return _FAMILY_ROW.findall(table[: table.index("\n}")])
+        return _FAMILY_ROW.findall(_FAMILY_TABLE.search(f.read()).group(1))
 
 
 def _expand(patterns, package, family_names=()):
@@ -190,10 +194,10 @@ def tracked_files(root):
 
 
 def machinery_files(root, package=PACKAGE):
-    """The machinery's files in the repository at `root`, tables and
-    coupled files included, sorted."""
+    """The machinery's files in the repository at `root`, tables, starters
+    and coupled files included, sorted."""
     names = families(root, package)
-    machinery = _expand(MACHINERY + TABLES, package)
+    machinery = _expand(MACHINERY + TABLES + STARTERS, package)
     owned = _expand(FAMILY_PARTS, package, names)
     return [
         p
@@ -204,6 +208,10 @@ def machinery_files(root, package=PACKAGE):
 
 def tables(package=PACKAGE):
     return _expand(TABLES, package)
+
+
+def starters(package=PACKAGE):
+    return _expand(STARTERS, package)
 
 
 def coupled(package=PACKAGE):
@@ -218,5 +226,8 @@ def family_pattern(family_names, op_names):
         r"(?i:(?<![a-z0-9])" + re.escape(name).replace("_", "_?") + r")(?![a-z])"
         for name in family_names
     ]
-    words += [r"(?<![A-Za-z])" + re.escape(op) + r"(?![a-z])" for op in op_names]
+    # An op's name, also as its portable entry point spells it (`TfcoFoo`).
+    words += [
+        r"(?:(?<![A-Za-z])|(?<=Tfco))" + re.escape(op) + r"(?![a-z])" for op in op_names
+    ]
     return re.compile("|".join(words))

@@ -35,6 +35,12 @@ class ScaffoldError(Exception):
     pass
 
 
+def check_name(name, what="NAME"):
+    """Raises ScaffoldError unless `name` is snake_case."""
+    if not _NAME.fullmatch(name):
+        raise ScaffoldError(f"{what} must be snake_case, got {name!r}")
+
+
 def _names(name, function=None):
     return {
         "{{name}}": name,
@@ -79,7 +85,8 @@ def _insert_before(text, anchor, addition, what):
 def _add_to_tfco_ops(root, name):
     path = os.path.join(root, "tensorflow_customops", "ops.bzl")
     text = _read(path)
-    match = re.search(r"TFCO_OPS = \{\n((?:    .*\n)*)\}", text)
+    # A new repository's table is empty: `TFCO_OPS = {}`.
+    match = re.search(r"TFCO_OPS = \{\n?((?:    .*\n)*)\}", text)
     if not match:
         raise ScaffoldError(f"{path}: no TFCO_OPS table")
     lines = match.group(1).splitlines(keepends=True)
@@ -140,10 +147,9 @@ def scaffold(root, name, function=None):
     named `function` (default: `name`); returns (path, whether it existed)
     for every file written: the op's own files, then the two shared files it
     adds the op to."""
-    if not _NAME.fullmatch(name):
-        raise ScaffoldError(f"NAME must be snake_case, got {name!r}")
-    if function is not None and not _NAME.fullmatch(function):
-        raise ScaffoldError(f"FUNCTION must be snake_case, got {function!r}")
+    check_name(name)
+    if function is not None:
+        check_name(function, "FUNCTION")
     names = _names(name, function)
     files = [
         (src, os.path.join(root, dst.replace("NAME", name)))

@@ -22,9 +22,9 @@ class CheckGlueImportsTest(unittest.TestCase):
             f.write(
                 "#include <string.h>\n"
                 "void _ZN10tensorflow6Status2OKEv(void);\n"
-                "void TfcoZeroOut(void);\n"
+                "void TfcoFoo(void);\n"
                 "size_t glue(const char* s) {\n"
-                "  _ZN10tensorflow6Status2OKEv(); TfcoZeroOut(); return strlen(s);\n"
+                "  _ZN10tensorflow6Status2OKEv(); TfcoFoo(); return strlen(s);\n"
                 "}\n"
             )
         cls.glue = os.path.join(cls.tmp, "glue.so")
