@@ -171,12 +171,15 @@ def tfco_kernel_library(name, srcs = [], hdrs = [], deps = [], glue_deps = [], f
 
 def tfco_portable_op_library(name, deps):
     """The portable kernels as the shared library the op library links
-    (_portable_kernels.so): only its C interface is exported, it links no
-    TensorFlow library, and under --config=cuda it carries the CUDA runtime,
-    linked statically and kept private.
+    (_<package>_portable_kernels.so): only its C interface is exported, it
+    links no TensorFlow library, and under --config=cuda it carries the CUDA
+    runtime, linked statically and kept private.
 
     Args:
-      name: the .so file name (also its SONAME).
+      name: the .so file name (also its SONAME, which the glue NEEDs). It
+        carries the package's name: the dynamic loader gives a NEEDED name
+        the library of that SONAME if one is loaded, so two packages in one
+        process would otherwise share the first one's.
       deps: tfco_portable_library targets.
     """
     native.cc_binary(

@@ -215,13 +215,13 @@ class PipWheelTest(unittest.TestCase):
         with zipfile.ZipFile(self.wheel) as whl:
             names = whl.namelist()
         self.assertIn(f"{_OPS}{_GLUE}/_custom_ops.so", names)
-        self.assertIn(f"{_OPS}_portable_kernels.so", names)
+        self.assertIn(f"{_OPS}_tensorflow_customops_portable_kernels.so", names)
         if self.xla:
             self.assertIn(f"{_OPS}{_GLUE}/_custom_ops_xla.so", names)
         # The portable kernels are the only library outside a release's folder.
         self.assertEqual(
             [n for n in names if n.endswith(".so") and n.count("/") == 3],
-            [f"{_OPS}_portable_kernels.so"],
+            [f"{_OPS}_tensorflow_customops_portable_kernels.so"],
         )
         self.assertIn("tensorflow_customops/python/platform/build_info.py", names)
         self.assertIn("tensorflow_customops/smoke.py", names)
@@ -243,9 +243,9 @@ class PipWheelTest(unittest.TestCase):
         libraries = {
             f"{_GLUE}/_custom_ops.so": [
                 "libtensorflow_framework.so.2",
-                "_portable_kernels.so",
+                "_tensorflow_customops_portable_kernels.so",
             ],
-            "_portable_kernels.so": [],
+            "_tensorflow_customops_portable_kernels.so": [],
         }
         if self.xla:
             libraries[f"{_GLUE}/_custom_ops_xla.so"] = [
@@ -266,7 +266,7 @@ class PipWheelTest(unittest.TestCase):
             self.assertNotIn("libpython", dynamic, name)
             if not name.endswith("_custom_ops_xla.so"):
                 self.assertNotIn("libtensorflow_cc", dynamic)
-            if name == "_portable_kernels.so":
+            if name == "_tensorflow_customops_portable_kernels.so":
                 self.assertNotIn("libtensorflow", dynamic)
             for line in dynamic.splitlines():
                 if "RPATH" in line or "RUNPATH" in line:

@@ -76,7 +76,10 @@ setuptools.setup(
     package_data={
         # The portable kernels, and a folder of op libraries per TensorFlow
         # release.
-        "tensorflow_customops.python.ops": ["_portable_kernels.so", "tf*/*.so"]
+        "tensorflow_customops.python.ops": [
+            "_tensorflow_customops_portable_kernels.so",
+            "tf*/*.so",
+        ]
     },
     # No requirement on TensorFlow: it comes as tensorflow, tensorflow-cpu or
     # a build of one's own, and pip must never replace the one installed.

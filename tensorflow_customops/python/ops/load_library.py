@@ -190,7 +190,7 @@ def xla_custom_calls():
     return xla_custom_call_api() != ""
 
 
-PORTABLE_LIBRARY_NAME = "_portable_kernels.so"
+PORTABLE_LIBRARY_NAME = "_tensorflow_customops_portable_kernels.so"
 
 
 class _GpuSupport(ctypes.Structure):

@@ -15,7 +15,9 @@ from tensorflow_customops.python.ops import load_library
 
 # The portable kernels serve every release's op library, from the folder above
 # theirs (in a wheel) or beside the one a Bazel build makes.
-_CORE = os.path.join(os.path.dirname(load_library.__file__), "_portable_kernels.so")
+_CORE = os.path.join(
+    os.path.dirname(load_library.__file__), load_library.PORTABLE_LIBRARY_NAME
+)
 
 
 def _readelf(path, *args):
@@ -50,7 +52,7 @@ class CustomOpLibraryTest(tf.test.TestCase):
     def test_op_library_needs_tensorflow_and_the_core(self):
         needed = _needed(load_library.library_path())
         self.assertIn("libtensorflow_framework.so.2", needed)
-        self.assertIn("_portable_kernels.so", needed)
+        self.assertIn(load_library.PORTABLE_LIBRARY_NAME, needed)
         runpath = [
             line.split("[", 1)[1].rstrip("]")
             for line in _readelf(load_library.library_path(), "--dynamic").splitlines()
