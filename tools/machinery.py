@@ -190,7 +190,10 @@ def tracked_files(root):
     listed = subprocess.run(
         ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
     ).stdout.decode()
-    return sorted(p for p in listed.split("\0") if p)
+    # Less the files deleted but not yet committed.
+    return sorted(
+        p for p in listed.split("\0") if p and os.path.lexists(os.path.join(root, p))
+    )
 
 
 def machinery_files(root, package=PACKAGE):

@@ -107,7 +107,9 @@ def _check_dest(dest):
 def _check_git_identity():
     """The commits need a name and address: fail before writing, not after."""
     for ident in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
-        result = subprocess.run(["git", "var", ident], capture_output=True, text=True)
+        result = subprocess.run(
+            ["git", "var", ident], cwd="/", capture_output=True, text=True
+        )
         if result.returncode:
             raise RepoError(
                 "git has no identity for the commits: set user.name and "
@@ -180,9 +182,11 @@ def _tables(root, source_package, package, op_prefix, paths):
         machinery.substitute(p, package, op_prefix)
         for p in machinery.tracked_files(root)
     }
-    sub = lambda path: machinery.substitute(  # noqa: E731
-        _read(os.path.join(root, path)).decode(), package, op_prefix
-    )
+
+    def sub(path):
+        text = _read(os.path.join(root, path)).decode()
+        return machinery.substitute(text, package, op_prefix)
+
     return {
         machinery.substitute(ops_bzl, package, op_prefix): empty_ops_table(
             sub(ops_bzl)
@@ -396,7 +400,13 @@ def main(argv):
         _check_git_identity()
     except RepoError as e:
         sys.exit(f"new_repo: {e}")
-    create(dest, args.package, op_prefix, args.op, args.skip_compat)
+    try:
+        create(dest, args.package, op_prefix, args.op, args.skip_compat)
+    except subprocess.CalledProcessError as e:
+        sys.exit(
+            f"new_repo: {' '.join(e.cmd)} failed in {dest} (exit {e.returncode}); "
+            "what was written before it is there, committed if the commit ran"
+        )
     op = f"{op_prefix}>{camel_case(args.op)}"
     print(
         f"new_repo: {dest} holds package {args.package} with {op}, in two "
