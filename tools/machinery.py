@@ -136,12 +136,16 @@ def substitute(text, package, op_prefix):
     """This repository's text (or path) as it reads in the repository of
     `package` whose ops carry `op_prefix`: the package's name (also as header
     guards spell it, and as pip does, with dashes), and the op prefix in op
-    names (`CustomOps>Foo`), history file names (`CustomOps_Foo`) and as a
-    string (`"CustomOps"`). The
+    names (`CustomOps>Foo`), history file names (`CustomOps_Foo`), as a
+    string (`"CustomOps"`) and in the functions of a loaded op library
+    (`.custom_ops_foo`). The
     machinery's own identifiers (`tfco_*` macros, `TFCO_*`, the portable
     kernels' `Tfco*` C interface) stay: they are internal to each package's
     libraries."""
+    # The functions first: in a repository whose package is its prefix in
+    # snake case, the package's rule would take theirs.
     for old, new in (
+        ("." + function_prefix(OP_PREFIX), "." + function_prefix(op_prefix)),
         (PACKAGE, package),
         (PACKAGE.upper(), package.upper()),
         (PACKAGE.replace("_", "-"), package.replace("_", "-")),
@@ -151,6 +155,24 @@ def substitute(text, package, op_prefix):
     ):
         text = text.replace(old, new)
     return text
+
+
+def function_prefix(op_prefix):
+    """How TensorFlow's generated Python function names begin for ops named
+    `op_prefix>...` (the function of `CustomOps>Foo` is `lib.custom_ops_foo`):
+    its GenerateLowerCaseOpName, which puts `_` for `>` and before a capital
+    that follows a lowercase letter or precedes one."""
+    name = op_prefix + ">"
+    out = []
+    for i, c in enumerate(name):
+        if c == ">":
+            out.append("_")
+            continue
+        if c.isupper() and i > 0 and name[i - 1] != ">":
+            if name[i - 1].islower() or name[i + 1].islower():
+                out.append("_")
+        out.append(c.lower())
+    return "".join(out)
 
 
 def check_op_prefix(prefix):

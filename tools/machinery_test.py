@@ -141,13 +141,31 @@ class MachineryTest(unittest.TestCase):
             "pip install tensorflow-customops[onnx]": "pip install acme-ops[onnx]",
             'REGISTER_OP("CustomOps>Foo")': 'REGISTER_OP("Acme>Foo")',
             "ops_history_v1/CustomOps_Foo.pbtxt": "ops_history_v1/Acme_Foo.pbtxt",
+            "lib.custom_ops_foo(x)": "lib.acme_foo(x)",
             # The machinery's own identifiers stay.
             "TfcoError TfcoFoo(); tfco_py_test(); TFCO_OPS": (
                 "TfcoError TfcoFoo(); tfco_py_test(); TFCO_OPS"
             ),
+            "_custom_ops_xla.so": "_custom_ops_xla.so",
         }
         for text, expected in cases.items():
             self.assertEqual(machinery.substitute(text, "acme_ops", "Acme"), expected)
+
+    def test_function_prefix(self):
+        # As TensorFlow names a loaded library's functions (the cases read
+        # the same after substitution, in a generated repository).
+        cases = {
+            "CustomOps>Foo": "lib.custom_ops_foo",
+            "XyzWidget>Foo": "lib.xyz_widget_foo",
+            "Xyz>Vision>Foo": "lib.xyz_vision_foo",
+            "XYZOps>Foo": "lib.xyz_ops_foo",
+            "X_1>Foo": "lib.x_1_foo",
+        }
+        for op, expected in cases.items():
+            prefix = op[: -len(">Foo")]
+            self.assertEqual(
+                "lib." + machinery.function_prefix(prefix) + "foo", expected
+            )
 
     def test_op_prefix(self):
         for prefix in ("Acme", "Acme>Vision", "A_1"):

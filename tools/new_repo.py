@@ -8,7 +8,8 @@ refreshes one started so.
 The first form creates DEST, a git repository laid out like this one, whose
 package imports as NAME and whose ops are named PREFIX>Op (default: NAME in
 CamelCase): the machinery (tools/machinery.py says which files) with the
-package and prefix substituted, the family tables with no family in them,
+package and prefix substituted (and the sources that changed formatted as
+DEST's lint wants them), the family tables with no family in them,
 its own README.md and CONTRIBUTING.md, and a first commit; then DEST's own
 tools/new_op.py writes the example op OP (default: scale) and records its
 spec history and goldens with Bazel (not with --skip-compat), in a second
@@ -29,8 +30,10 @@ import json
 import keyword
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
@@ -68,6 +71,45 @@ def _text(data, package, op_prefix):
     except UnicodeDecodeError:
         return data
     return machinery.substitute(text, package, op_prefix).encode()
+
+
+def _format(folder, paths):
+    """Formats `paths` under `folder` as its tools/lint.sh --fix would (a
+    shorter or longer name can change where lines break)."""
+    python = [p for p in paths if p.endswith(".py")]
+    cpp = [p for p in paths if p.endswith((".cc", ".h"))]
+    if python:
+        for args in (["check", "--fix", "--select", "I", "--exit-zero"], ["format"]):
+            subprocess.run(
+                [sys.executable, "-m", "ruff", *args, *python],
+                cwd=folder,
+                check=True,
+                capture_output=True,
+            )
+    if cpp and shutil.which("clang-format"):
+        subprocess.run(["clang-format", "-i", *cpp], cwd=folder, check=True)
+
+
+def render(folder, package, op_prefix):
+    """Writes this repository's machinery, less its tables and starters, as
+    it reads in the repository of `package` into `folder`: substituted, and
+    where that changed a source file, formatted by that repository's rules.
+    Returns the paths written."""
+    own = set(machinery.tables() + machinery.starters())
+    changed = []
+    written = []
+    for source in machinery.machinery_files(_ROOT):
+        if source in own:
+            continue
+        path = machinery.substitute(source, package, op_prefix)
+        data = _read(os.path.join(_ROOT, source))
+        text = _text(data, package, op_prefix)
+        _write(folder, path, text, _mode(source))
+        written.append(path)
+        if text != data:
+            changed.append(path)
+    _format(folder, changed)
+    return written
 
 
 def check_package(package):
@@ -197,19 +239,6 @@ def _tables(root, source_package, package, op_prefix, paths):
     }
 
 
-def _shared_files(package, op_prefix):
-    """{path: bytes} of this repository's machinery as it reads in the
-    repository of `package`, less its tables and starters."""
-    own = set(machinery.tables() + machinery.starters())
-    return {
-        machinery.substitute(path, package, op_prefix): _text(
-            _read(os.path.join(_ROOT, path)), package, op_prefix
-        )
-        for path in machinery.machinery_files(_ROOT)
-        if path not in own
-    }
-
-
 def _write(dest, path, data, mode=None):
     target = os.path.join(dest, path)
     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -239,8 +268,9 @@ def create(dest, package, op_prefix, op, skip_compat=False):
     """Writes the repository at `dest` and its example op `op`."""
     paths = machinery.machinery_files(_ROOT)
     source_paths = {machinery.substitute(p, package, op_prefix): p for p in paths}
-    files = _shared_files(package, op_prefix)
-    files.update(_tables(_ROOT, machinery.PACKAGE, package, op_prefix, paths))
+    os.makedirs(dest, exist_ok=True)
+    render(dest, package, op_prefix)
+    files = _tables(_ROOT, machinery.PACKAGE, package, op_prefix, paths)
     for path in machinery.starters():
         files[machinery.substitute(path, package, op_prefix)] = _text(
             _read(os.path.join(_ROOT, path)), package, op_prefix
@@ -261,7 +291,6 @@ def create(dest, package, op_prefix, op, skip_compat=False):
     files[STAMP] = (
         json.dumps({"package": package, "op_prefix": op_prefix}, indent=2) + "\n"
     ).encode()
-    os.makedirs(dest, exist_ok=True)
     for path, data in sorted(files.items()):
         source = source_paths.get(path)
         _write(dest, path, data, _mode(source) if source else None)
@@ -310,22 +339,23 @@ def update(dest):
     theirs = _load_machinery(dest)
     own = set(theirs.tables(package) + theirs.starters(package))
     before = [p for p in theirs.machinery_files(dest, package) if p not in own]
-    files = _shared_files(package, op_prefix)
-    source_paths = {
-        machinery.substitute(p, package, op_prefix): p
-        for p in machinery.machinery_files(_ROOT)
-    }
     added, changed = [], []
-    for path, data in sorted(files.items()):
-        target = os.path.join(dest, path)
-        mode = _mode(source_paths[path])
-        if not os.path.exists(target):
-            added.append(path)
-        elif _read(target) != data or os.stat(target).st_mode & 0o777 != mode:
-            changed.append(path)
-        else:
-            continue
-        _write(dest, path, data, mode)
+    with tempfile.TemporaryDirectory() as rendered:
+        files = render(rendered, package, op_prefix)
+        for path in files:
+            source = os.path.join(rendered, path)
+            target = os.path.join(dest, path)
+            mode = os.stat(source).st_mode & 0o777
+            if not os.path.exists(target):
+                added.append(path)
+            elif (
+                _read(target) != _read(source)
+                or os.stat(target).st_mode & 0o777 != mode
+            ):
+                changed.append(path)
+            else:
+                continue
+            _write(dest, path, _read(source), mode)
     removed = sorted(set(before) - set(files))
     if removed:
         _git(dest, "rm", "-q", "--", *removed)
