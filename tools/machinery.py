@@ -105,13 +105,10 @@ TABLES = (
 # families; machinery_test fails when a file joins or leaves this list.
 COUPLED = (
     "{package}/core/ops/compat/golden_replay_test.py",
-    "{package}/core/ops/compat/goldens.py",
-    "{package}/core/ops/compat/op_compat.h",
     "{package}/python/kernel_tests/onnx/BUILD",
     "{package}/python/kernel_tests/onnx/cli_test.py",
     "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
     "{package}/python/kernel_tests/properties/xla_test.py",
-    "{package}/python/onnx/export.py",
     "tools/fuzz/fuzz_harness_test.py",
     "tools/gpu_check/case_file.py",
     "tools/gpu_check/cases/__init__.py",

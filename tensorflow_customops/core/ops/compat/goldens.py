@@ -48,7 +48,7 @@ def _override(op_name):
 
 
 def file_stem(op_name):
-    """'CustomOps>ZeroOut' -> 'CustomOps_ZeroOut', as the history files."""
+    """'CustomOps>Foo' -> 'CustomOps_Foo', as the history files."""
     return op_name.replace(">", "_")
 
 
