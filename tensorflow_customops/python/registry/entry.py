@@ -52,12 +52,17 @@ class Override:
     tie_types: for type attrs that constrain each other, called with a case's
       attrs ({name: AttrValue}, those of the OpDef version recorded) and
       returns them made valid, e.g. float64 boxes with float64 features.
+    redefined_gradients: input index -> why, for the gradients of the op
+      defined anew after goldens recorded them: replay checks a recorded
+      value of these for its dtype and shape only (the gradient tests check
+      the values, and that both registries agree).
     """
 
     inputs: Optional[Callable] = None
     attrs: dict = dataclasses.field(default_factory=dict)
     output_grads: Optional[Callable] = None
     tie_types: Optional[Callable] = None
+    redefined_gradients: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

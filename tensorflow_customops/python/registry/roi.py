@@ -523,6 +523,11 @@ def _entries():
                     attrs=_GOLDEN_ATTRS,
                     tie_types=_golden_tie_types,
                     output_grads=_golden_pooled_grads(out_channels),
+                    redefined_gradients=(
+                        {1: f"box gradient ({name}GradBoxes), was zero"}
+                        if "align" in op
+                        else {}
+                    ),
                 ),
             )
         )
