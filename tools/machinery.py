@@ -104,8 +104,6 @@ TABLES = (
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
 COUPLED = (
-    "{package}/python/kernel_tests/onnx/BUILD",
-    "{package}/python/kernel_tests/onnx/cli_test.py",
     "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
     "{package}/python/kernel_tests/properties/xla_test.py",
     "tools/fuzz/fuzz_harness_test.py",
