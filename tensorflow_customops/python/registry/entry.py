@@ -97,6 +97,10 @@ class Entry:
       into their kernels where build_info()["xla_custom_calls"]: then they
       match eager bit for bit, and xla_tolerance applies to the HLO lowering
       (xla_test compiles both).
+    xla_shape_errors: () -> [(Case, regex)], calls whose input shapes the
+      kernel rejects and the error it raises: with the shapes unknown when
+      traced, XLA must raise it at compile time, as a tf.function does at run
+      time (xla_test).
     xla_unsupported: for an op that by design fails to compile under XLA with
       its HLO lowering, a regex of the compile error (xla_test checks it is
       raised; with xla_custom_call the op compiles where the custom call is
@@ -120,6 +124,7 @@ class Entry:
     thread_count_dependent: dict = dataclasses.field(default_factory=dict)
     xla_tolerance: dict = dataclasses.field(default_factory=dict)
     xla_custom_call: bool = False
+    xla_shape_errors: Callable[[], list] = list
     xla_unsupported: str = ""
     second_order_error: str = ""
     stateful: str = ""
