@@ -104,7 +104,6 @@ TABLES = (
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
 COUPLED = (
-    "tools/fuzz/fuzz_harness_test.py",
     "tools/gpu_check/case_file.py",
     "tools/gpu_check/cases/__init__.py",
     "tools/gpu_check/gpu_check.cu.cc",
