@@ -110,7 +110,6 @@ COUPLED = (
     "tools/gpu_check/make_cases_test.py",
     "tools/gpu_check/run_on_gpu_machine.sh",
     "tools/gpu_check/torchvision_compare.py",
-    "tools/wheel_matrix.sh",
 )
 
 # A TensorFlow op name: what the prefix of every op must fit into.
