@@ -33,16 +33,14 @@ def _exported_case():
     raise LookupError("no op with an ONNX handler has a gradient case")
 
 
-class Model(tf.Module):
-    def __init__(self, case, specs):
-        super().__init__()
-        self.serve = tf.function(
-            lambda *x: {
-                f"output_{i}": y
-                for i, y in enumerate(tf.nest.flatten(case.forward(*x)))
-            },
-            input_signature=specs,
-        )
+def _signature(case, specs, prefix):
+    """The case's forward as a signature whose outputs are named prefix_<i>."""
+    return tf.function(
+        lambda *x: {
+            f"{prefix}_{i}": y for i, y in enumerate(tf.nest.flatten(case.forward(*x)))
+        },
+        input_signature=specs,
+    )
 
 
 class CliTest(unittest.TestCase):
@@ -53,12 +51,14 @@ class CliTest(unittest.TestCase):
         cls.op, case = _exported_case()
         cls.inputs, _ = case.tensors(tf.float32)
         specs = [tf.TensorSpec(x.shape, x.dtype) for x in cls.inputs]
-        model = Model(case, specs)
+        model = tf.Module()
+        model.serve = _signature(case, specs, "output")
+        model.other = _signature(case, specs, "other")
         cls.expected = {k: v.numpy() for k, v in model.serve(*cls.inputs).items()}
         tf.saved_model.save(
             model,
             cls.saved,
-            signatures={"serving_default": model.serve, "other": model.serve},
+            signatures={"serving_default": model.serve, "other": model.other},
         )
         cls.opset = max(export.DEFAULT_OPSET, handler_util.MIN_OPSETS[cls.op])
 
@@ -124,7 +124,10 @@ class CliTest(unittest.TestCase):
         )
         self.assertEqual(code, 0, stderr)
         self.assertIn(f"(opset {opset}, target tensorrt)", stdout)
-        self.assertTrue(os.path.exists(output))
+        outputs = [o.name for o in onnx.load(output).graph.output]
+        self.assertCountEqual(
+            outputs, [name.replace("output_", "other_") for name in self.expected]
+        )
 
     def test_export_error(self):
         output = os.path.join(self.directory, "e.onnx")
