@@ -104,23 +104,12 @@ TABLES = (
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
 COUPLED = (
-    "{package}/core/ops/compat/golden_replay_test.py",
-    "{package}/core/ops/compat/goldens.py",
-    "{package}/core/ops/compat/op_compat.h",
-    "{package}/python/kernel_tests/onnx/BUILD",
-    "{package}/python/kernel_tests/onnx/cli_test.py",
-    "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
-    "{package}/python/kernel_tests/properties/xla_test.py",
-    "{package}/python/onnx/export.py",
-    "tools/fuzz/fuzz_harness_test.py",
     "tools/gpu_check/case_file.py",
     "tools/gpu_check/cases/__init__.py",
     "tools/gpu_check/gpu_check.cu.cc",
     "tools/gpu_check/make_cases_test.py",
     "tools/gpu_check/run_on_gpu_machine.sh",
     "tools/gpu_check/torchvision_compare.py",
-    "tools/pip_package/pip_wheel_test.py",
-    "tools/wheel_matrix.sh",
 )
 
 # A TensorFlow op name: what the prefix of every op must fit into.
