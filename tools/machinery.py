@@ -90,6 +90,7 @@ FAMILY_PARTS = (
     "{package}/compiler/tf2xla/kernels/{family}/*",
     "tools/gpu_check/cases/{family}.py",
     "tools/gpu_check/runners/{family}.cu.cc",
+    "tools/gpu_check/compare/{family}.py",
 )
 
 # The family tables: machinery in form, but their rows are the families'
@@ -113,12 +114,6 @@ COUPLED = (
     "{package}/python/kernel_tests/properties/xla_test.py",
     "{package}/python/onnx/export.py",
     "tools/fuzz/fuzz_harness_test.py",
-    "tools/gpu_check/case_file.py",
-    "tools/gpu_check/cases/__init__.py",
-    "tools/gpu_check/gpu_check.cu.cc",
-    "tools/gpu_check/make_cases_test.py",
-    "tools/gpu_check/run_on_gpu_machine.sh",
-    "tools/gpu_check/torchvision_compare.py",
     "tools/pip_package/pip_wheel_test.py",
     "tools/wheel_matrix.sh",
 )
