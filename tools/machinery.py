@@ -90,6 +90,7 @@ FAMILY_PARTS = (
     "{package}/compiler/tf2xla/kernels/{family}/*",
     "tools/gpu_check/cases/{family}.py",
     "tools/gpu_check/runners/{family}.cu.cc",
+    "tools/gpu_check/compare/{family}.py",
 )
 
 # The family tables: machinery in form, but their rows are the families'
@@ -103,14 +104,7 @@ TABLES = (
 # Machinery files that still hold parts of this repository's families (their
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
-COUPLED = (
-    "tools/gpu_check/case_file.py",
-    "tools/gpu_check/cases/__init__.py",
-    "tools/gpu_check/gpu_check.cu.cc",
-    "tools/gpu_check/make_cases_test.py",
-    "tools/gpu_check/run_on_gpu_machine.sh",
-    "tools/gpu_check/torchvision_compare.py",
-)
+COUPLED = ()
 
 # A TensorFlow op name: what the prefix of every op must fit into.
 _OP_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*(>[A-Za-z0-9][A-Za-z0-9_]*)*")
