@@ -89,6 +89,7 @@ FAMILY_PARTS = (
     "{package}/compiler/tf2xla/kernels/{family}/*",
     "tools/gpu_check/cases/{family}.py",
     "tools/gpu_check/runners/{family}.cu.cc",
+    "tools/gpu_check/compare/{family}.py",
 )
 
 # The family tables: machinery in form, but their rows are the families'
@@ -106,25 +107,7 @@ STARTERS = ("{package}/version.py",)
 # Machinery files that still hold parts of this repository's families (their
 # names, ops or cases). They cannot be shared until those parts come from the
 # families; machinery_test fails when a file joins or leaves this list.
-COUPLED = (
-    "{package}/core/ops/compat/golden_replay_test.py",
-    "{package}/core/ops/compat/goldens.py",
-    "{package}/core/ops/compat/op_compat.h",
-    "{package}/python/kernel_tests/onnx/BUILD",
-    "{package}/python/kernel_tests/onnx/cli_test.py",
-    "{package}/python/kernel_tests/properties/cpp_gradients_test.py",
-    "{package}/python/kernel_tests/properties/xla_test.py",
-    "{package}/python/onnx/export.py",
-    "tools/fuzz/fuzz_harness_test.py",
-    "tools/gpu_check/case_file.py",
-    "tools/gpu_check/cases/__init__.py",
-    "tools/gpu_check/gpu_check.cu.cc",
-    "tools/gpu_check/make_cases_test.py",
-    "tools/gpu_check/run_on_gpu_machine.sh",
-    "tools/gpu_check/torchvision_compare.py",
-    "tools/pip_package/pip_wheel_test.py",
-    "tools/wheel_matrix.sh",
-)
+COUPLED = ()
 
 # A TensorFlow op name: what the prefix of every op must fit into.
 _OP_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*(>[A-Za-z0-9][A-Za-z0-9_]*)*")

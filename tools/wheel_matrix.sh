@@ -9,9 +9,9 @@
 #   tools/wheel_matrix.sh [WHEEL] [RELEASE[@PYTHON]...]
 #
 # (default: dist/'s newest wheel, every release; RELEASE@3.10 picks another
-# Python than the newest). With BENCHMARKS="NAME..." (modules of
-# python/benchmarks) it also runs those benchmarks in each virtualenv and
-# prints their tables.
+# Python than the newest). With BENCHMARKS="MODULE..." (modules of the
+# repository, each by dotted path or by its file's name where that is unique)
+# it also runs those benchmarks in each virtualenv and prints their tables.
 #
 # The virtualenvs are kept in ~/.cache/tensorflow_customops/venvs (or
 # $TFCO_VENV_CACHE) and reused. An interpreter is found as pythonX.Y on PATH
@@ -56,9 +56,9 @@ find_python() {
   return 1
 }
 
-# The compat tests import the installed package plus the repository's
-# modules the wheel leaves out (compat, registry, benchmarks: every one that
-# is not a test); they read the history and goldens from the repository.
+# The compat tests and benchmarks import the installed package plus the
+# repository's modules the wheel leaves out (every one that is not a test);
+# the compat tests read the history and goldens from the repository.
 compat_path() {
   local site="$1" overlay="$2"
   rm -rf "${overlay}" && mkdir -p "${overlay}"
@@ -67,6 +67,21 @@ compat_path() {
     while read -r module; do
       [[ -e "${overlay}/${module}" ]] || cp --parents -t "${overlay}" "${module}"
     done)
+}
+
+# A BENCHMARKS word as a dotted module path: as given, or the one module of
+# the repository with that file name.
+benchmark_module() {
+  [[ "$1" == *.* ]] && echo "$1" && return
+  local paths
+  mapfile -t paths < <(cd "${root}" && git ls-files "*/$1.py")
+  if ((${#paths[@]} != 1)); then
+    echo "BENCHMARKS: $1 names ${#paths[@]} modules of the repository, not one;" \
+      "give its dotted path" >&2
+    return 1
+  fi
+  local module="${paths[0]%.py}"
+  echo "${module//\//.}"
 }
 
 failed=0
@@ -118,10 +133,14 @@ for release in "${releases[@]}"; do
   done
   if [[ -n "${BENCHMARKS:-}" ]]; then
     for benchmark in ${BENCHMARKS}; do
-      out="${cache}/tf${release}-py${version}-${benchmark}.txt"
-      echo "=== ${benchmark} on TensorFlow ${tf_version} (log: ${out})"
+      if ! module="$(benchmark_module "${benchmark}")"; then
+        failed=$((failed + 1))
+        continue
+      fi
+      out="${cache}/tf${release}-py${version}-${module##*.}.txt"
+      echo "=== ${module} on TensorFlow ${tf_version} (log: ${out})"
       (cd "${cache}" && PYTHONPATH="${cache}/compat-tf${release}" TF_CPP_MIN_LOG_LEVEL=2 \
-        "${venv}/bin/python" -m "tensorflow_customops.python.benchmarks.${benchmark}") \
+        "${venv}/bin/python" -m "${module}") \
         >"${out}" 2>&1 || failed=$((failed + 1))
       grep -v "^losses" "${out}" | tail -n 12
     done

@@ -36,16 +36,18 @@ class GenerationTest(tf.test.TestCase):
         )
         self.assertEqual(first, second)
 
-    def test_structured_ops_have_hints(self):
-        # Random shapes almost never make a valid RoI call or matching matrix
-        # product: without hints only the ops' validation would run.
+    def test_hinted_ops_get_cases_from_their_hints(self):
+        # A family gives an op a hint where random shapes would almost never
+        # make a valid call (its tests say which ops need one).
         hints = registry.fuzz_hints()
-        for op in (
-            "CustomOps>RoiAlign",
-            "CustomOps>RoiPoolGrad",
-            "CustomOps>MatrixMul",
-        ):
-            self.assertIn(op, hints)
+        for op_def in _op_defs():
+            if op_def.name in hints:
+                cases = op_cases.generate(op_def, 10, seed=1, hints=hints)
+                hinted = [c for c in cases if "hinted" in c.tags]
+                self.assertTrue(hinted, op_def.name)
+                names = {arg.name for arg in op_def.input_arg}
+                for case in hinted:
+                    self.assertEqual(set(case.inputs), names, op_def.name)
 
 
 class HarnessTest(tf.test.TestCase):
@@ -55,7 +57,7 @@ class HarnessTest(tf.test.TestCase):
         fuzzer = fuzz.Fuzzer(
             profile, artifacts, worker_module=misbehaving_worker.__name__
         )
-        report = fuzzer.fuzz_op("CustomOps>ZeroOut", seed=0)
+        report = fuzzer.fuzz_op(_op_defs()[0].name, seed=0)
 
         self.assertEqual(report.cases, 6)  # The cases after each failure ran too.
         self.assertEqual(report.outcomes["crash"], 1)

@@ -6,8 +6,8 @@ this module and case_file.cc both read. Little-endian throughout:
     magic     8 bytes  b"TFCOGPU1"
     count     u32      number of cases
     per case:
-      name    str      unique, e.g. "roi_align/float32/NHWC/aligned/fwd"
-      op      str      the functor to run, e.g. "RoiAlign"
+      name    str      unique, e.g. "my_op/float32/NHWC/fwd"
+      op      str      the functor to run, e.g. "MyOp"
       attrs   u32 n, then n x (str key, f64 value)
       tensors u32 n, then n x (str key, u8 role, u8 dtype, u32 rank,
                                rank x i64 dims, u64 byte count, bytes)

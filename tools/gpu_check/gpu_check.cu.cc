@@ -7,11 +7,11 @@
 //   gpu_check CASES [--outputs FILE]   one line per case, then
 //                                      "N passed, N failed"; exit 1 on failure
 //   gpu_check --bench CASES [--repeats N]
-//                                      times the cases of CASES whose ops have
-//                                      a benchmark (RoI, DeformableConv2d):
+//                                      times the cases of CASES, whose ops'
+//                                      runners must have a benchmark:
 //                                      forward, and forward+backward when they
-//                                      carry "grads" or "grad_output"; one
-//                                      JSON object per line
+//                                      carry the backward's input; one JSON
+//                                      object per line
 //   gpu_check --list                   the ops it has runners for, one a line
 //                                      (no GPU needed)
 //

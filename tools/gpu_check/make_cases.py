@@ -8,9 +8,9 @@ import argparse
 import sys
 
 from tools.gpu_check import case_file
-from tools.gpu_check.cases import NO_GPU_FUNCTOR, all_cases
+from tools.gpu_check.cases import all_cases, modules, no_gpu_code
 
-__all__ = ["NO_GPU_FUNCTOR", "all_cases"]
+__all__ = ["all_cases", "modules", "no_gpu_code"]
 
 
 def main(argv):

@@ -1,7 +1,9 @@
 """The GPU check's cases and its comparison, tested on the CPU: the cases cover
-every op and dtype, regenerate byte for byte, and compare_outputs (the
-comparison gpu_check runs) passes the CPU outputs and catches planted wrong
-ones."""
+every op of the library in every dtype its GPU kernels take (the ops and
+kernels read from TensorFlow's registries), regenerate byte for byte, pass
+each family's own checks (its cases module's check_cases), and compare_outputs
+(the comparison gpu_check runs) passes the CPU outputs and catches planted
+wrong ones."""
 
 import os
 import subprocess
@@ -23,18 +25,17 @@ from tensorflow_customops.python.ops import load_library
 from tools.gpu_check import case_file, make_cases
 
 _PREFIX = "CustomOps>"
-_FIXED_INPUTS = ("rois", "argmax")  # Tboxes / int32 whatever the op's dtype
 
 
-def _case_dtypes(case):
-    return {t.dtype for k, t in case.inputs.items() if k not in _FIXED_INPUTS}
+def _case_dtypes(case, fixed):
+    return {t.dtype for k, t in case.inputs.items() if k not in fixed}
 
 
 def _kernel_dtypes(op_def, device):
     """The dtypes `device`'s kernels of the op accept; a kernel without a type
-    constraint (CheckNumericsN's list) accepts every type the OpDef allows. A
-    GPU kernel with every argument in host memory (ZeroOut's int32) runs the
-    CPU functor, so it has no GPU functor to check."""
+    constraint (of a list(type) attr) accepts every type the OpDef allows. A
+    GPU kernel with every argument in host memory runs the CPU functor, so it
+    has no GPU functor to check."""
     args = {a.name for a in list(op_def.input_arg) + list(op_def.output_arg)}
     dtypes = set()
     for kernel in kernels.get_registered_kernels_for_op(op_def.name).kernel:
@@ -77,6 +78,17 @@ def _shift(tensor, rtol, atol):
     return _with_first(tensor, moved)
 
 
+def _first_finite_float(case):
+    """The first output key (sorted) of `case` that is floating point with a
+    finite first element, or None."""
+    for key in sorted(case.outputs):
+        tensor = case.outputs[key]
+        if tensor.dtype.startswith(("float", "bfloat")) and tensor.value.size:
+            if np.isfinite(tensor.as_float64().ravel()[0]):
+                return key
+    return None
+
+
 def _with_first(tensor, value):
     new = tensor.value.copy().ravel()
     if tensor.dtype == "bfloat16":
@@ -91,7 +103,10 @@ class MakeCasesTest(tf.test.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.cases = make_cases.all_cases()
+        cls.modules = make_cases.modules()
+        with tf.device("/CPU:0"):
+            cls.by_module = [(m, m.cases()) for m in cls.modules]
+        cls.cases = [c for _, cases in cls.by_module for c in cases]
         cls.data = case_file.dumps(cls.cases)
 
     def test_regenerates_byte_for_byte(self):
@@ -108,19 +123,25 @@ class MakeCasesTest(tf.test.TestCase):
 
     def test_every_op_in_every_gpu_dtype(self):
         by_op = {}
-        for case in self.cases:
-            by_op.setdefault(case.op, set()).update(_case_dtypes(case))
+        for module, cases in self.by_module:
+            fixed = getattr(module, "FIXED_DTYPE_INPUTS", ())
+            for case in cases:
+                by_op.setdefault(case.op, set()).update(_case_dtypes(case, fixed))
+        no_gpu_code = make_cases.no_gpu_code()
         op_defs = load_library.op_list().op
         self.assertNotEmpty(op_defs)
+        names = {op_def.name[len(_PREFIX) :] for op_def in op_defs}
+        self.assertLessEqual(set(no_gpu_code), names, "NO_GPU_CODE names no op")
         for op_def in op_defs:
             op, name = op_def.name, op_def.name[len(_PREFIX) :]
-            if name in make_cases.NO_GPU_FUNCTOR:
+            if name in no_gpu_code:
                 self.assertNotIn(name, by_op)
                 continue
             self.assertIn(
                 name,
                 by_op,
-                f"{op} has no GPU check case: add some in tools/gpu_check/cases",
+                f"{op} has no GPU check case: add some in tools/gpu_check/cases, "
+                "or list it in its family's NO_GPU_CODE there",
             )
             gpu = _kernel_dtypes(op_def, "GPU")
             if tfco.build_info()["cuda"]:
@@ -129,51 +150,14 @@ class MakeCasesTest(tf.test.TestCase):
                 self.assertEmpty(gpu)
                 self.assertLessEqual(by_op[name], _kernel_dtypes(op_def, "CPU"), op)
 
-    def test_gpu_kernels_keep_boxes_in_device_memory(self):
-        """The RoI GPU kernels take rois where TensorFlow puts them, in device
-        memory, and check them without waiting (docs/gpu.md)."""
-        if not tfco.build_info()["cuda"]:
-            self.skipTest("this build has no GPU kernels")
-        checked = set()
-        for op_def in load_library.op_list().op:
-            name = op_def.name[len(_PREFIX) :]
-            if name in make_cases.NO_GPU_FUNCTOR:
-                continue
-            if "rois" not in {a.name for a in op_def.input_arg}:
-                continue
-            for kernel in kernels.get_registered_kernels_for_op(op_def.name).kernel:
-                if kernel.device_type == "GPU":
-                    self.assertNotIn("rois", kernel.host_memory_arg, op_def.name)
-                    checked.add(name)
-        self.assertIn("RoiAlignGradBoxes", checked)
-        self.assertIn("PsRoiPoolGrad", checked)
-
-    def test_cases_cover_hard_inputs(self):
-        names = [c.name for c in self.cases]
-        for op in ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"):
-            for layout in ("NHWC", "NCHW"):
-                self.assertIn(f"{op}/float32/{layout}/no_boxes/grad", names)
-        self.assertIn("roi_align/float32/NHWC/many_boxes/fwd", names)
-        invalid = [c for c in self.cases if "bad_box" in c.attrs]
-        self.assertEqual(
-            {c.op for c in invalid},
-            {
-                f"{kind}{suffix}"
-                for kind in ("RoiPool", "RoiAlign", "PsRoiPool", "PsRoiAlign")
-                for suffix in ("", "Grad")
-            }
-            | {"RoiAlignGradBoxes", "PsRoiAlignGradBoxes"},
-        )
-        self.assertTrue(all(c.attrs["bad_box"] == 2 for c in invalid))
-        flags = [
-            c.outputs["flags"].value for c in self.cases if c.op == "CheckNumericsN"
-        ]
-        for f in flags:
-            self.assertAllEqual(f, [0, 1, 2, 3])
-        clip_nan = [c for c in self.cases if c.name.endswith("/nan/fwd")]
-        self.assertTrue(
-            all(np.isnan(c.outputs["global_norm"].as_float64()) for c in clip_nan)
-        )
+    def test_family_checks(self):
+        checked = 0
+        for module, cases in self.by_module:
+            if hasattr(module, "check_cases"):
+                with self.subTest(family=module.__name__):
+                    module.check_cases(self, cases)
+                    checked += 1
+        self.assertGreater(checked, 0)
 
     def test_comparison_passes_cpu_outputs(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -201,34 +185,26 @@ class MakeCasesTest(tf.test.TestCase):
             )
             planted.add(case.name)
         # A NaN where the CPU has a number, a missing output, a missing case.
-        align = next(
+        nan = next(
             i
             for i, c in enumerate(self.cases)
-            if c.op == "RoiAlign" and i not in first_of_op.values()
+            if c.name not in planted and _first_finite_float(c) is not None
         )
-        actual[align].outputs["pooled"] = _with_first(
-            self.cases[align].outputs["pooled"], np.nan
-        )
-        planted.add(self.cases[align].name)
-        clip = next(
-            i
-            for i, c in enumerate(self.cases)
-            if c.op == "ClipByGlobalNorm" and i not in first_of_op.values()
-        )
-        del actual[clip].outputs["global_norm"]
-        planted.add(self.cases[clip].name)
+        key = _first_finite_float(self.cases[nan])
+        actual[nan].outputs[key] = _with_first(self.cases[nan].outputs[key], np.nan)
+        planted.add(self.cases[nan].name)
+        missing = next(i for i, c in enumerate(self.cases) if c.name not in planted)
+        del actual[missing].outputs[sorted(self.cases[missing].outputs)[0]]
+        planted.add(self.cases[missing].name)
         dropped = len(actual) - 1
         planted.add(actual[dropped].name)
         # Differences inside the tolerance pass.
-        for i, case in enumerate(self.cases):
-            if (
-                case.attrs["atol"] > 0
-                and case.name not in planted
-                and case.op == "MatrixMul"
-            ):
-                tensor = case.outputs["product"]
+        for i, case in enumerate(self.cases[:dropped]):
+            key = _first_finite_float(case)
+            if case.attrs["atol"] > 0 and case.name not in planted and key:
+                tensor = case.outputs[key]
                 e = tensor.as_float64().ravel()[0]
-                actual[i].outputs["product"] = _with_first(
+                actual[i].outputs[key] = _with_first(
                     tensor, e + 0.5 * case.attrs["atol"]
                 )
                 within.add(case.name)

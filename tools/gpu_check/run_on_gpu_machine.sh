@@ -5,14 +5,16 @@
 #   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR [CONFIG]]
 # builds gpu_check under --config=CONFIG (cuda, the default: nvcc; cuda12:
 # clang 16 and the CUDA 12.9 runtime, docs/gpu.md), writes the cases from the
-# CPU kernels, and puts both, with this script and torchvision_compare.py, in DIR
-# (default .gpu_check, ignored by git; about 10 MB). Carry DIR to the GPU
-# machine (scp, or a device tool's carried paths), then there:
+# CPU kernels, and puts both, with this script and the comparisons
+# (compare_on_gpu.py, compare/), in DIR (default .gpu_check, ignored by git;
+# about 10 MB). Carry DIR to the GPU machine (scp, or a device tool's carried
+# paths), then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
-# runs every case (one line each, then "N passed, N failed") and, where
-# PyTorch with torchvision is importable, compares the RoI results with
-# torchvision's CUDA ops and times both. Logs and JSON go to OUT (default
-# DIR/results). The exit status is gpu_check's.
+# runs every case (one line each, then "N passed, N failed"), then the
+# families' comparisons with other libraries' CUDA ops (compare/, each
+# skipped where what it imports is missing), which compare results and time
+# both. Logs and JSON go to OUT (default DIR/results). The exit status is
+# gpu_check's.
 set -uo pipefail
 
 case "${1:-}" in
@@ -25,8 +27,11 @@ case "${1:-}" in
     bazel build "--config=${config}" //tools/gpu_check:gpu_check
     bazel run "--config=${config}" //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
     cp -f bazel-bin/tools/gpu_check/gpu_check tools/gpu_check/run_on_gpu_machine.sh \
-      tools/gpu_check/case_file.py tools/gpu_check/torchvision_compare.py "${dir}/"
-    chmod u+w "${dir}"/*
+      tools/gpu_check/case_file.py tools/gpu_check/compare_on_gpu.py "${dir}/"
+    rm -rf "${dir}/compare"
+    mkdir "${dir}/compare"
+    cp tools/gpu_check/compare/*.py "${dir}/compare/"
+    chmod -R u+w "${dir}"
     du -sh "${dir}"
     ;;
   run)
@@ -38,12 +43,8 @@ case "${1:-}" in
     "${dir}/gpu_check" "${dir}/cases.bin" --outputs "${out}/gpu_outputs.bin" \
       2>&1 | tee "${out}/gpu_check.log"
     status=${PIPESTATUS[0]}
-    if python3 -c "import torch, torchvision" 2>/dev/null; then
-      PYTHONUNBUFFERED=1 python3 "${dir}/torchvision_compare.py" --dir "${dir}" --out "${out}" \
-        2>&1 | tee "${out}/torchvision.log"
-    else
-      echo "torchvision not importable: parity and timing skipped"
-    fi
+    PYTHONUNBUFFERED=1 python3 "${dir}/compare_on_gpu.py" --dir "${dir}" --out "${out}" \
+      2>&1 | tee "${out}/compare.log"
     exit "${status}"
     ;;
   *)

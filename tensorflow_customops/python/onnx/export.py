@@ -10,8 +10,9 @@ import os
 from tensorflow_customops.python.onnx.errors import ExportError
 from tensorflow_customops.python.onnx.requirements import REQUIREMENTS
 
-# The opset of an export that needs nothing newer: RoiAlign-16 is the first
-# RoiAlign with `coordinate_transformation_mode`.
+# The opset of an export whose ops need nothing newer: the lowest the
+# handlers are written and tested for (a handler that needs a newer one says
+# so in handler_util.MIN_OPSETS).
 DEFAULT_OPSET = 16
 
 # tf2onnx 1.17.0's OPSET_TO_IR_VERSION stops at 18; its handlers write no op
@@ -64,7 +65,7 @@ def export(
         dynamic in the model.
       path: where to write the model (`.onnx`), or None.
       opset: the ONNX opset; None picks the lowest that holds every op of the
-        graph (16, or 19 where DeformableConv2d needs DeformConv).
+        graph: 16, or the newest that the handler of one of its ops needs.
       target: "onnxruntime", or "tensorrt" for a model that TensorRT's ONNX
         parser takes (ops it lacks are refused or composed).
       signature: the SavedModel signature to export (default

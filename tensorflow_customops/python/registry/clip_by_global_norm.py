@@ -194,6 +194,18 @@ ENTRIES = [
             _grad_property_case(tf.float16),
         ],
         fuzz_hint=_grad_fuzz_hint,
+        xla_shape_errors=lambda: [
+            (
+                Case(
+                    "dclipped_shape",
+                    lambda seed: [np.zeros([2, 3]), np.zeros([3, 2])],
+                    lambda t, dt: _ops.custom_ops_clip_by_global_norm_grad(
+                        [t], 1.0, [dt], 0.0
+                    ),
+                ),
+                r"ClipByGlobalNormGrad: dclipped\[0\] has shape \[3,2\]",
+            )
+        ],
         golden=Override(
             inputs=values.shaped_small_values((2, 3), (3,), (), (2, 3), (3,), ()),
             attrs=_N2,

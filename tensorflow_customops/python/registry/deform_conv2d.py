@@ -273,6 +273,18 @@ ENTRIES = [
             _property_case(tf.float64),
         ],
         gradient_cases=_gradient_cases,
+        xla_shape_errors=lambda: [
+            (
+                Case(
+                    "offset_channels",
+                    lambda seed: [np.zeros([1, 4, 4, 2]), np.zeros([1, 2, 2, 16])],
+                    lambda x, o: _ops.custom_ops_deformable_conv2d(
+                        x, tf.zeros([3, 3, 2, 2]), o, tf.zeros([0]), use_mask=False
+                    ),
+                ),
+                r"offset \[1, 2, 2, 16\] must have channel count 18",
+            )
+        ],
         golden=Override(
             inputs=_golden_inputs(False),
             output_grads=values.shaped_small_values((1, 2, 2, 2)),

@@ -52,12 +52,17 @@ class Override:
     tie_types: for type attrs that constrain each other, called with a case's
       attrs ({name: AttrValue}, those of the OpDef version recorded) and
       returns them made valid, e.g. float64 boxes with float64 features.
+    redefined_gradients: input index -> why, for the gradients of the op
+      defined anew after goldens recorded them: replay checks a recorded
+      value of these for its dtype and shape only (the gradient tests check
+      the values, and that both registries agree).
     """
 
     inputs: Optional[Callable] = None
     attrs: dict = dataclasses.field(default_factory=dict)
     output_grads: Optional[Callable] = None
     tie_types: Optional[Callable] = None
+    redefined_gradients: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +97,10 @@ class Entry:
       into their kernels where build_info()["xla_custom_calls"]: then they
       match eager bit for bit, and xla_tolerance applies to the HLO lowering
       (xla_test compiles both).
+    xla_shape_errors: () -> [(Case, regex)], calls whose input shapes the
+      kernel rejects and the error it raises: with the shapes unknown when
+      traced, XLA must raise it at compile time, as a tf.function does at run
+      time (xla_test).
     xla_unsupported: for an op that by design fails to compile under XLA with
       its HLO lowering, a regex of the compile error (xla_test checks it is
       raised; with xla_custom_call the op compiles where the custom call is
@@ -115,6 +124,7 @@ class Entry:
     thread_count_dependent: dict = dataclasses.field(default_factory=dict)
     xla_tolerance: dict = dataclasses.field(default_factory=dict)
     xla_custom_call: bool = False
+    xla_shape_errors: Callable[[], list] = list
     xla_unsupported: str = ""
     second_order_error: str = ""
     stateful: str = ""

@@ -1,9 +1,11 @@
 """Registry entry of MatrixMul."""
 
+import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python.ops import load_library
 from tensorflow_customops.python.registry import arrays, values
 from tensorflow_customops.python.registry.entry import Case, Entry, Override
 from tensorflow_customops.python.registry.large_shapes import (
@@ -129,6 +131,16 @@ ENTRIES = [
             "float32": (1e-6, 1e-6, "XLA's dot sums the products in another order"),
             "float64": (1e-14, 1e-15, "XLA's dot sums the products in another order"),
         },
+        xla_shape_errors=lambda: [
+            (
+                Case(
+                    "inner_mismatch",
+                    lambda seed: [np.zeros([2, 3]), np.zeros([4, 2])],
+                    load_library.load_op_library().custom_ops_matrix_mul,
+                ),
+                "MatrixMul: inner dimensions differ",
+            )
+        ],
         golden=Override(
             inputs=values.shaped_small_values((2, 3), (3, 2)),
             output_grads=values.shaped_small_values((2, 2)),

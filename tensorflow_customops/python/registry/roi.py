@@ -505,6 +505,25 @@ _ALIGN_XLA_TOLERANCE = {
 }
 
 
+def _shape_errors(op):
+    """Position-sensitive pooling needs channels divisible by its bins."""
+    if not op.startswith("ps_"):
+        return []
+    forward = getattr(_ops, f"custom_ops_{op}")
+    return [
+        (
+            Case(
+                "indivisible_channels",
+                lambda seed: [np.zeros([1, 4, 4, 6]), np.array([[0.0, 0, 0, 2, 2]])],
+                lambda f, r: forward(
+                    f, r, pooled_height=2, pooled_width=2, spatial_scale=1.0
+                ),
+            ),
+            r"features channels \(6\) must be divisible",
+        )
+    ]
+
+
 def _entries():
     entries = []
     for op, name in OPS.items():
@@ -518,11 +537,17 @@ def _entries():
                 fuzz_hint=_fuzz_forward,
                 xla_tolerance=_ALIGN_XLA_TOLERANCE if "align" in op else {},
                 xla_custom_call=True,
+                xla_shape_errors=lambda op=op: _shape_errors(op),
                 golden=Override(
                     inputs=_golden_forward_inputs,
                     attrs=_GOLDEN_ATTRS,
                     tie_types=_golden_tie_types,
                     output_grads=_golden_pooled_grads(out_channels),
+                    redefined_gradients=(
+                        {1: f"box gradient ({name}GradBoxes), was zero"}
+                        if "align" in op
+                        else {}
+                    ),
                 ),
             )
         )

@@ -1,7 +1,19 @@
-"""The GPU check's cases, one module per op family (roi.py, matrix_mul.py,
-...), each with a `cases()` function that all_cases() finds by itself: a new
-family's cases are a new module here. What they share is below: the dtypes,
-each case's tolerance, and the conversion to the case file's tensors.
+"""The GPU check's cases, one module per op family (`<family>.py`, the
+family's name in ops.bzl), which all_cases() finds by itself: a new family's
+cases are a new module here. A family module has
+
+  cases()        the family's cases (a list of case_file.Case);
+  NO_GPU_CODE    optional, {op name without prefix: why}: the family's ops
+                 whose GPU kernels run no GPU code, so they have no case;
+  FIXED_DTYPE_INPUTS
+                 optional, names of inputs whose dtype is not the op's dtype
+                 under test (indices, boxes of a dtype of their own);
+  check_cases(test, cases)
+                 optional, the family's own assertions on its cases (that the
+                 hard inputs are there), run by make_cases_test.
+
+What they share is below: the dtypes, each case's tolerance, and the
+conversion to the case file's tensors.
 
 Every functor with a GPU kernel gets cases in every dtype its GPU kernel is
 built for. The expected outputs come from this library's CPU kernels, which
@@ -26,11 +38,6 @@ ops = load_library.load_op_library()
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
-# Ops whose GPU kernels run no GPU code, so nothing here to check: RoiBoxCounts
-# checks its counts in host memory and reads only the shapes of its inputs on
-# the device; CheckCondition reads its condition in host memory and passes its
-# values through.
-NO_GPU_FUNCTOR = ("CheckCondition", "RoiBoxCounts")
 TF_DTYPES = {
     "float16": tf.float16,
     "bfloat16": tf.bfloat16,
@@ -47,9 +54,10 @@ TF_DTYPES = {
 #    contracts a * b + c, the CPU kernels do not): a few units in the last
 #    place of the accumulator, and one rounding step of half and bfloat16
 #    outputs (2^-10 and 2^-7 relative, so two steps are allowed). Fused
-#    arithmetic also moves RoiAlign's sample positions by an ulp of the
-#    coordinate, which changes a sample by that much times the local slope of
-#    the features: hence atol of 1e-5 of the output's scale in float32.
+#    arithmetic also moves an interpolating kernel's sample positions by an
+#    ulp of the coordinate, which changes a sample by that much times the
+#    local slope of the input: hence atol of 1e-5 of the output's scale in
+#    float32.
 #  - "atomic": the GPU backward passes add into the feature gradient with
 #    atomics in the gradient's own dtype, so half and bfloat16 gradients
 #    round after every contribution where the CPU rounds once.
@@ -104,10 +112,26 @@ def case(name, op, attrs, inputs, outputs, kind, dtype):
     return case_file.Case(name, op, attrs, inputs, outputs)
 
 
+def modules():
+    """The family modules, in alphabetical order."""
+    return [
+        importlib.import_module(f"{__name__}.{name}")
+        for name in sorted(m.name for m in pkgutil.iter_modules(__path__))
+    ]
+
+
+def no_gpu_code():
+    """{op name without prefix: why} of every family's NO_GPU_CODE."""
+    found = {}
+    for module in modules():
+        found.update(getattr(module, "NO_GPU_CODE", {}))
+    return found
+
+
 def all_cases():
     """Every family module's cases, in the modules' alphabetical order."""
     cases = []
     with tf.device("/CPU:0"):
-        for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-            cases += importlib.import_module(f"{__name__}.{module}").cases()
+        for module in modules():
+            cases += module.cases()
     return cases

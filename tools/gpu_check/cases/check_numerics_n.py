@@ -52,3 +52,10 @@ def cases():
             )
         )
     return cases
+
+
+def check_cases(test, cases):
+    """Each dtype's four tensors: clean, NaN, Inf, both."""
+    test.assertLen(cases, len(FLOAT_DTYPES))
+    for c in cases:
+        test.assertAllEqual(c.outputs["flags"].value, [0, 1, 2, 3])

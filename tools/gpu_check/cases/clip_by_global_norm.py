@@ -75,3 +75,11 @@ def cases():
                 )
             )
     return cases
+
+
+def check_cases(test, cases):
+    """A NaN among the tensors makes the global norm NaN."""
+    clip_nan = [c for c in cases if c.name.endswith("/nan/fwd")]
+    test.assertNotEmpty(clip_nan)
+    for c in clip_nan:
+        test.assertTrue(np.isnan(c.outputs["global_norm"].as_float64()).all())

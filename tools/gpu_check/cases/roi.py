@@ -7,11 +7,18 @@ the box check that the XLA GPU lowering and the OpKernels share
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import kernels
 
+import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.roi import roi_test_util
+from tensorflow_customops.python.ops import load_library
 from tensorflow_customops.python.registry import boxes
 from tools.gpu_check import case_file
 from tools.gpu_check.cases import FLOAT_DTYPES, TF_DTYPES, case, normal, ops
+
+# The boxes are float32 or float64 (Tboxes) and RoiPoolGrad's argmax int32,
+# whatever the features' dtype.
+FIXED_DTYPE_INPUTS = ("rois", "argmax")
 
 # --- RoI ops: (op, functor, variants of (spatial_scale, sampling_ratio, aligned)).
 
@@ -312,3 +319,39 @@ def _check_boxes_cases():
 
 def cases():
     return _pooling_cases() + _invalid_boxes_cases() + _check_boxes_cases()
+
+
+def check_cases(test, cases):
+    """The hard inputs are there, and the GPU kernels take the boxes where
+    TensorFlow puts them, in device memory (docs/gpu.md)."""
+    names = [c.name for c in cases]
+    for op in ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align"):
+        for layout in ("NHWC", "NCHW"):
+            test.assertIn(f"{op}/float32/{layout}/no_boxes/grad", names)
+    test.assertIn("roi_align/float32/NHWC/many_boxes/fwd", names)
+    invalid = [c for c in cases if "bad_box" in c.attrs]
+    test.assertEqual(
+        {c.op for c in invalid},
+        {
+            f"{kind}{suffix}"
+            for kind in ("RoiPool", "RoiAlign", "PsRoiPool", "PsRoiAlign")
+            for suffix in ("", "Grad")
+        }
+        | {"RoiAlignGradBoxes", "PsRoiAlignGradBoxes"},
+    )
+    test.assertTrue(all(c.attrs["bad_box"] == 2 for c in invalid))
+    test.assertIn("RoiCheckBoxes", {c.op for c in cases})
+    if not tfco.build_info()["cuda"]:
+        return
+    with_cases = {c.op for c in cases}
+    checked = set()
+    for op_def in load_library.op_list().op:
+        name = op_def.name.split(">")[-1]
+        if name not in with_cases or "rois" not in {a.name for a in op_def.input_arg}:
+            continue
+        for kernel in kernels.get_registered_kernels_for_op(op_def.name).kernel:
+            if kernel.device_type == "GPU":
+                test.assertNotIn("rois", kernel.host_memory_arg, op_def.name)
+                checked.add(name)
+    test.assertIn("RoiAlignGradBoxes", checked)
+    test.assertIn("PsRoiPoolGrad", checked)

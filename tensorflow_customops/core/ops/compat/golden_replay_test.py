@@ -20,20 +20,13 @@ from tensorflow_customops.python.ops import load_library
 # Half-precision outputs may differ in the last bit between kernels.
 _TOLERANCE = {"float16": 1e-3, "bfloat16": 1e-2}
 
-# Gradients defined anew after goldens recorded them, by op and input index:
-# a recorded value of these is checked for its dtype and shape only (the
-# gradient tests check the values, and that both registries agree).
-_REDEFINED_GRADIENTS = {
-    ("CustomOps>RoiAlign", 1): "box gradient (RoiAlignGradBoxes), was zero",
-    ("CustomOps>PsRoiAlign", 1): "box gradient (PsRoiAlignGradBoxes), was zero",
-}
-
 
 def _redefined(op_name, fetch, gradients):
-    """Whether `fetch` is a recorded gradient that _REDEFINED_GRADIENTS names."""
+    """Whether `fetch` is a recorded gradient that the op's registry entry
+    says was defined anew since (goldens.redefined_gradients)."""
+    redefined = goldens.redefined_gradients(op_name)
     return any(
-        fetch in g["dxs"] and (op_name, g["dxs"].index(fetch)) in _REDEFINED_GRADIENTS
-        for g in gradients
+        fetch in g["dxs"] and g["dxs"].index(fetch) in redefined for g in gradients
     )
 
 
@@ -182,7 +175,7 @@ class GoldenReplayTest(tf.test.TestCase):
                 value.numpy(),
                 data["fetches"][name],
                 f"{data['op']} {name}",
-                values=(data["op"], index) not in _REDEFINED_GRADIENTS,
+                values=index not in goldens.redefined_gradients(data["op"]),
             )
 
 

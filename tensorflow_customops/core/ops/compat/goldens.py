@@ -47,8 +47,14 @@ def _override(op_name):
     return entry.golden if entry else Override()
 
 
+def redefined_gradients(op_name):
+    """Input index -> why, for `op_name`'s gradients defined anew after its
+    goldens were recorded (Override.redefined_gradients)."""
+    return _override(op_name).redefined_gradients
+
+
 def file_stem(op_name):
-    """'CustomOps>ZeroOut' -> 'CustomOps_ZeroOut', as the history files."""
+    """'CustomOps>Foo' -> 'CustomOps_Foo', as the history files."""
     return op_name.replace(">", "_")
 
 

@@ -23,7 +23,7 @@ inline constexpr char kUpdateCommand[] =
 // Op name -> every recorded version of its spec, oldest first, docs stripped.
 using OpHistory = std::map<std::string, OpList>;
 
-// The history file of an op: "CustomOps>ZeroOut" -> "CustomOps_ZeroOut.pbtxt".
+// The history file of an op: "CustomOps>Foo" -> "CustomOps_Foo.pbtxt".
 // '>' is not allowed in file names on Windows.
 std::string HistoryFileName(const std::string& op_name);
 

@@ -7,6 +7,7 @@ from absl.testing import parameterized
 from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python import registry
 
 _DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
 # (m, k, n), including empty products and an empty inner dimension.
@@ -140,6 +141,11 @@ class MatrixMulTest(tf.test.TestCase, parameterized.TestCase):
             r"allowed values|not in list of allowed",
         ):
             tfco.matrix_mul(x, x)
+
+    def test_the_fuzzer_has_a_hint(self):
+        # Random shapes almost never make matching matrix products: without a
+        # hint the fuzzer would reach only the op's validation.
+        self.assertIn("CustomOps>MatrixMul", registry.fuzz_hints())
 
 
 if __name__ == "__main__":

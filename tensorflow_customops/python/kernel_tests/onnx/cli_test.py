@@ -14,24 +14,33 @@ import unittest
 import numpy as np
 import onnx
 import tensorflow as tf
+import tf2onnx
 
-import tensorflow_customops as tfco
 from tensorflow_customops import onnx as onnx_cli
+from tensorflow_customops.python import registry
 from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
+from tensorflow_customops.python.onnx import export, handler_util, handlers  # noqa: F401
 
 
-class Clipper(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
-    def __call__(self, x):
-        clipped, norm = tfco.clip_by_global_norm([x], 1.0)
-        return {"clipped": clipped[0], "norm": norm}
+def _exported_case():
+    """The op and the first gradient case (small inputs) of the first
+    registered op with an ONNX handler: the CLI's tests need some op of the
+    library in a SavedModel, whichever ops it has."""
+    for op, entry in registry.entries().items():
+        if op in handler_util.MIN_OPSETS:
+            for case in entry.gradient_cases():
+                return op, case
+    raise LookupError("no op with an ONNX handler has a gradient case")
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
-    def gradient(self, x):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            clipped, _ = tfco.clip_by_global_norm([x], 1.0)
-        return {"gradient": tape.gradient(clipped[0], x)}
+
+def _signature(case, specs, prefix):
+    """The case's forward as a signature whose outputs are named prefix_<i>."""
+    return tf.function(
+        lambda *x: {
+            f"{prefix}_{i}": y for i, y in enumerate(tf.nest.flatten(case.forward(*x)))
+        },
+        input_signature=specs,
+    )
 
 
 class CliTest(unittest.TestCase):
@@ -39,15 +48,19 @@ class CliTest(unittest.TestCase):
     def setUpClass(cls):
         cls.directory = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.saved = os.path.join(cls.directory, "saved")
-        module = Clipper()
+        cls.op, case = _exported_case()
+        cls.inputs, _ = case.tensors(tf.float32)
+        specs = [tf.TensorSpec(x.shape, x.dtype) for x in cls.inputs]
+        model = tf.Module()
+        model.serve = _signature(case, specs, "output")
+        model.other = _signature(case, specs, "other")
+        cls.expected = {k: v.numpy() for k, v in model.serve(*cls.inputs).items()}
         tf.saved_model.save(
-            module,
+            model,
             cls.saved,
-            signatures={
-                "serving_default": module.__call__,
-                "gradient": module.gradient,
-            },
+            signatures={"serving_default": model.serve, "other": model.other},
         )
+        cls.opset = max(export.DEFAULT_OPSET, handler_util.MIN_OPSETS[cls.op])
 
     def _cli(self, *args):
         """Runs main(args) here: (exit code, stdout, stderr)."""
@@ -81,44 +94,56 @@ class CliTest(unittest.TestCase):
         return lines[0]
 
     def test_saved_model_to_file(self):
-        output = os.path.join(self.directory, "clipper.onnx")
+        output = os.path.join(self.directory, "model.onnx")
         code, stdout, stderr = self._command(self.saved, output)
         self.assertEqual(code, 0, stderr)
-        self.assertIn(f"wrote {output} (opset 16, target onnxruntime)", stdout)
+        self.assertIn(
+            f"wrote {output} (opset {self.opset}, target onnxruntime)", stdout
+        )
         model = onnx.load(output)
         onnx.checker.check_model(model, full_check=True)
-        x = np.array([[3, 4, 0], [0, 0, 12]], np.float32)
-        clipped, norm = onnx_test_util.run(model, [x])
-        np.testing.assert_allclose(clipped, x / 13, rtol=1e-6)
-        np.testing.assert_allclose(norm, 13, rtol=1e-6)
+        names = [o.name for o in onnx_test_util.session(model).get_outputs()]
+        self.assertCountEqual(names, self.expected)
+        actual = onnx_test_util.run(model, [x.numpy() for x in self.inputs])
+        for name, value in zip(names, actual):
+            np.testing.assert_allclose(value, self.expected[name], rtol=1e-6, atol=1e-6)
 
-    def test_opset_and_target(self):
-        output = os.path.join(self.directory, "clipper17.onnx")
+    def test_opset_target_and_signature(self):
+        # One above the default where tf2onnx writes it, to tell them apart.
+        opset = self.opset + (self.opset + 1 in tf2onnx.constants.OPSET_TO_IR_VERSION)
+        output = os.path.join(self.directory, "explicit.onnx")
         code, stdout, stderr = self._cli(
-            self.saved, output, "--opset", "17", "--target", "tensorrt"
+            self.saved,
+            output,
+            "--opset",
+            str(opset),
+            "--target",
+            "tensorrt",
+            "--signature",
+            "other",
         )
         self.assertEqual(code, 0, stderr)
-        self.assertIn("(opset 17, target tensorrt)", stdout)
+        self.assertIn(f"(opset {opset}, target tensorrt)", stdout)
+        outputs = [o.name for o in onnx.load(output).graph.output]
+        self.assertCountEqual(
+            outputs, [name.replace("output_", "other_") for name in self.expected]
+        )
 
     def test_export_error(self):
-        code, _, stderr = self._command(
-            self.saved,
-            os.path.join(self.directory, "g.onnx"),
-            "--signature",
-            "gradient",
-        )
+        output = os.path.join(self.directory, "e.onnx")
+        code, _, stderr = self._command(self.saved, output, "--opset", "99")
         self.assertEqual(code, 1)
-        self.assertIn(
-            "inference graphs only: the graph holds gradient ops",
-            self._error_line(stderr),
+        self.assertRegex(
+            self._error_line(stderr), r"opset 99: tf2onnx \S+ writes opsets \d+ to \d+"
         )
-        self.assertFalse(os.path.exists(os.path.join(self.directory, "g.onnx")))
+        self.assertFalse(os.path.exists(output))
 
     def test_opset_too_low(self):
-        code, _, stderr = self._cli(self.saved, "x.onnx", "--opset", "15")
+        needs = handler_util.MIN_OPSETS[self.op]
+        code, _, stderr = self._cli(self.saved, "x.onnx", "--opset", str(needs - 1))
         self.assertEqual(code, 1)
         self.assertIn(
-            "opset 15 is too low: CustomOps>ClipByGlobalNorm needs opset 16",
+            f"opset {needs - 1} is too low: {self.op} needs opset {needs}",
             self._error_line(stderr),
         )
 
@@ -126,7 +151,7 @@ class CliTest(unittest.TestCase):
         code, _, stderr = self._cli(self.saved, "x.onnx", "--signature", "nope")
         self.assertEqual(code, 1)
         self.assertIn(
-            "no signature 'nope'; it has ['gradient', 'serving_default']",
+            "no signature 'nope'; it has ['other', 'serving_default']",
             self._error_line(stderr),
         )
 

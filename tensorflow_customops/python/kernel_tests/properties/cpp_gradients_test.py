@@ -6,6 +6,7 @@ error an op without them raises); and an
 op whose Python gradient is removed gets the bridged one at registration."""
 
 import contextlib
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -14,7 +15,7 @@ from tensorflow.python.framework import ops as framework_ops
 
 from tensorflow_customops.python import registry as op_registry
 from tensorflow_customops.python.ops import cpp_gradients, load_library
-from tensorflow_customops.python.registry import boxes, values
+from tensorflow_customops.python.registry import values
 
 _DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
@@ -29,8 +30,8 @@ def _ops_with_cpp_gradients():
 
 def _all_cases():
     """The registry's gradient cases: small inputs; each forward casts its
-    floating inputs to the dtype under test, except the RoI boxes, which are
-    always float32."""
+    floating inputs to the dtype under test, except those it does not
+    differentiate (boxes, say), which are always float32."""
     return [
         dict(testcase_name=f"{op.split('>')[1]}_{case.name}", op=op, case=case)
         for op, entry in sorted(op_registry.entries().items())
@@ -166,15 +167,38 @@ class CppGradientsTest(tf.test.TestCase, parameterized.TestCase):
                         )
 
     def test_ops_without_cpp_gradients(self):
-        with tf.Graph().as_default():
-            grad = load_library.load_op_library().custom_ops_roi_align_grad(
-                tf.ones([1, 2, 2, 1]), boxes.SMOOTH[:1], [1, 4, 4, 1], 2, 2
-            )
-            with self.assertRaisesRegex(
-                LookupError, "No C\\+\\+ gradient for CustomOps>RoiAlignGrad"
-            ):
-                cpp_gradients.cpp_gradient(grad.op, tf.ones([1, 4, 4, 1]))
-        self.assertFalse(cpp_gradients.has_cpp_gradient("CustomOps>RoiAlignGrad"))
+        # Each library op without one that a registry case runs, and a
+        # TensorFlow op without one, whichever ops the library has.
+        runs = [(tf.math.cumsum, [np.ones(3, np.float32)])]
+        expected = {"Cumsum"}
+        for op, entry in op_registry.entries().items():
+            if not cpp_gradients.has_cpp_gradient(op):
+                for case in entry.property_cases()[:1]:
+                    tensors, _ = case.tensors(tf.float32)
+                    runs.append((case.forward, [x.numpy() for x in tensors]))
+                    expected.add(op)
+        graph = tf.Graph()
+        with graph.as_default():
+            for forward, arrays in runs:
+                forward(*[tf.constant(a) for a in arrays])
+            checked = set()
+            for node in graph.get_operations():
+                if node.type not in expected or node.type in checked:
+                    continue
+                checked.add(node.type)
+                self.assertFalse(cpp_gradients.has_cpp_gradient(node.type))
+                grads = [tf.ones_like(y) for y in node.outputs]
+                if not any(x.dtype.is_floating for x in node.inputs):
+                    self.assertEqual(
+                        cpp_gradients.cpp_gradient(node, *grads),
+                        [None] * len(node.inputs),
+                    )
+                    continue
+                with self.assertRaisesRegex(
+                    LookupError, f"No C\\+\\+ gradient for {re.escape(node.type)}"
+                ):
+                    cpp_gradients.cpp_gradient(node, *grads)
+        self.assertEqual(checked, expected)
         self.assertFalse(cpp_gradients.has_cpp_gradient("NoSuchOp"))
 
     def test_ops_with_python_gradients_are_left_alone(self):

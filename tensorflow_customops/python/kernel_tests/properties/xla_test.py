@@ -7,6 +7,7 @@ checked too; with unknown input shapes too; an op that cannot be lowered by
 design fails at compile time with its reason; and the lowerings load in
 either order with a jit compilation."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -72,7 +73,7 @@ def _forward_and_gradient(case, weights):
         with tf.GradientTape() as tape:
             tape.watch(tensors)
             outputs = _float_outputs(case.forward(*tensors))
-            # In float64, as outputs may differ in dtype (CheckNumericsN).
+            # In float64, as an op's outputs may differ in dtype.
             loss = tf.add_n(
                 [
                     tf.cast(tf.reduce_sum(y * tf.cast(w, y.dtype)), tf.float64)
@@ -90,6 +91,18 @@ def _weights(case, dtype):
     return [
         rng.standard_normal(y.shape) for y in _float_outputs(case.forward(*tensors))
     ]
+
+
+def _first_compiled_cases():
+    """(op, gradient case): the first of an op lowered to custom calls and
+    the first of one lowered to HLO, of those this build compiles."""
+    picked = {}
+    for params in _cases(supported=True):
+        entry = op_registry.entries()[params["op"]]
+        if entry.xla_unsupported and not xla_test_util.custom_calls():
+            continue
+        picked.setdefault(entry.xla_custom_call, (params["op"], params["case"]))
+    return list(picked.values())
 
 
 class XlaTest(parameterized.TestCase, tf.test.TestCase):
@@ -167,18 +180,19 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         release = tuple(int(part) for part in tf.__version__.split(".")[:2])
         api = "typed_ffi" if release >= (2, 20) else "legacy"
         self.assertEqual(tfco.build_info()["xla_custom_call_api"], api)
-        x = tf.ones([1, 4, 4, 2])
-        b = tf.constant([[0, 0.5, 0, 3, 2.5]])
-        hlo = tf.function(
-            lambda x, b: tfco.roi_align(x, b, 2), jit_compile=True
-        ).experimental_get_compiler_ir(x, b)(stage="hlo")
+        cases = _cases(supported=True, custom_call_only=True)
+        if not cases:
+            self.skipTest("no op lowers to a custom call")
+        case = cases[0]["case"]
+        tensors, _ = case.tensors(tf.float32)
+        hlo = tf.function(case.forward, jit_compile=True).experimental_get_compiler_ir(
+            *tensors
+        )(stage="hlo")
         version = {
             "typed_ffi": "API_VERSION_TYPED_FFI",
             "legacy": "API_VERSION_STATUS_RETURNING_UNIFIED",
         }[api]
-        self.assertRegex(
-            hlo, rf'custom_call_target="tfco_roi_forward".*api_version={version}'
-        )
+        self.assertRegex(hlo, rf'custom_call_target="tfco_\w+".*api_version={version}')
 
     @parameterized.named_parameters(*_cases(supported=True, custom_call_only=True))
     def test_lowering_is_a_custom_call_unless_hlo_is_asked_for(self, op, case):
@@ -238,43 +252,21 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
     def test_shape_errors_at_compile_time_match_the_kernels(self):
         # With unknown shapes the shape functions accept the call, and the
         # lowering sees the shapes when XLA compiles it.
-        ops = load_library.load_op_library()
-        cases = [
-            (
-                lambda a, b: ops.custom_ops_matrix_mul(a, b),
-                [tf.zeros([2, 3]), tf.zeros([4, 2])],
-                "MatrixMul: inner dimensions differ",
-            ),
-            (
-                lambda t, dt: ops.custom_ops_clip_by_global_norm_grad(
-                    [t], 1.0, [dt], 0.0
-                ),
-                [tf.zeros([2, 3]), tf.zeros([3, 2])],
-                r"ClipByGlobalNormGrad: dclipped\[0\] has shape \[3,2\]",
-            ),
-            (
-                lambda f, r: ops.custom_ops_ps_roi_align(
-                    f, r, pooled_height=2, pooled_width=2, spatial_scale=1.0
-                ),
-                [tf.zeros([1, 4, 4, 6]), tf.constant([[0.0, 0, 0, 2, 2]])],
-                r"features channels \(6\) must be divisible",
-            ),
-            (
-                lambda x, o: ops.custom_ops_deformable_conv2d(
-                    x, tf.zeros([3, 3, 2, 2]), o, tf.zeros([0]), use_mask=False
-                ),
-                [tf.zeros([1, 4, 4, 2]), tf.zeros([1, 2, 2, 16])],
-                r"offset \[1, 2, 2, 16\] must have channel count 18",
-            ),
-        ]
-        for fn, args, message in cases:
-            with self.subTest(message=message):
-                signature = [tf.TensorSpec(None, a.dtype) for a in args]
-                jit = tf.function(fn, jit_compile=True, input_signature=signature)
-                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
-                    jit(*args)
-                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
-                    tf.function(fn, input_signature=signature)(*args)
+        for op, entry in sorted(op_registry.entries().items()):
+            for case, message in entry.xla_shape_errors():
+                with self.subTest(op=op, case=case.name):
+                    args, _ = case.tensors(tf.float32)
+                    signature = [tf.TensorSpec(None, a.dtype) for a in args]
+                    fn = case.forward
+                    jit = tf.function(fn, jit_compile=True, input_signature=signature)
+                    with self.assertRaisesRegex(
+                        tf.errors.InvalidArgumentError, message
+                    ):
+                        jit(*args)
+                    with self.assertRaisesRegex(
+                        tf.errors.InvalidArgumentError, message
+                    ):
+                        tf.function(fn, input_signature=signature)(*args)
 
     @parameterized.named_parameters(*_cases(supported=False))
     def test_unsupported_op_fails_at_compile_time(self, op, case):
@@ -294,31 +286,54 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         # XLA makes its kernels at TensorFlow's first op execution or
         # compilation; the package imported after either must still lower its
         # ops, with the same lowering (custom call or HLO) as otherwise.
+        picked = _first_compiled_cases()
+        self.assertTrue(picked, "no registry gradient case compiles under XLA")
         script = textwrap.dedent(
             f"""
-            import numpy as np
+            import json
             import tensorflow as tf
             print({prelude})
             import tensorflow_customops as tfco
+            from tensorflow_customops.python import registry
             assert tfco.build_info()["xla"], tfco.build_info()
-            f = tf.function(lambda x: tfco.zero_out(x, keep=1), jit_compile=True)
-            print("RESULT", f(tf.ones([3])).numpy().tolist())
-            x = tf.constant(np.arange(32, dtype=np.float32).reshape([1, 4, 4, 2]))
-            b = tf.constant([[0, 0.5, 0, 3, 2.5]])
-            align = tf.function(lambda x, b: tfco.roi_align(x, b, 2), jit_compile=True)
-            hlo = align.experimental_get_compiler_ir(x, b)(stage="hlo")
-            print("CUSTOM_CALL", "tfco_roi_forward" in hlo)
-            print("SAME", bool(np.array_equal(align(x, b), tfco.roi_align(x, b, 2))))
+            for op, name in {[(op, case.name) for op, case in picked]!r}:
+                cases = registry.entries()[op].gradient_cases()
+                case = next(c for c in cases if c.name == name)
+                tensors, _ = case.tensors(tf.float32)
+                jit = tf.function(case.forward, jit_compile=True)
+                hlo = jit.experimental_get_compiler_ir(*tensors)(stage="hlo")
+                outputs = [y.numpy().tolist() for y in tf.nest.flatten(jit(*tensors))]
+                custom_call = 'custom_call_target="tfco_' in hlo
+                print("RESULT", json.dumps([op, custom_call, outputs]))
             """
         )
         result = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, check=False
         )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        self.assertIn("RESULT [1.0, 0.0, 0.0]", result.stdout)
-        self.assertIn(f"CUSTOM_CALL {xla_test_util.custom_calls()}", result.stdout)
-        if xla_test_util.custom_calls():
-            self.assertIn("SAME True", result.stdout)
+        results = [
+            json.loads(line[len("RESULT ") :])
+            for line in result.stdout.splitlines()
+            if line.startswith("RESULT ")
+        ]
+        self.assertEqual([r[0] for r in results], [op for op, _ in picked])
+        for (op, case), (_, custom_call, outputs) in zip(picked, results):
+            with self.subTest(op=op):
+                entry = op_registry.entries()[op]
+                self.assertEqual(
+                    custom_call, entry.xla_custom_call and xla_test_util.custom_calls()
+                )
+                tensors, _ = case.tensors(tf.float32)
+                eager = tf.nest.flatten(case.forward(*tensors))
+                rtol, atol = _tolerance(op).get("float32", (0, 0))[:2]
+                self.assertEqual(len(outputs), len(eager))
+                for want, have in zip(eager, outputs):
+                    self.assertAllClose(
+                        want,
+                        np.asarray(have, want.dtype.as_numpy_dtype),
+                        rtol=rtol,
+                        atol=atol,
+                    )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python import registry
 from tensorflow_customops.python.kernel_tests.roi import roi_test_util as util
 from tensorflow_customops.python.ops import roi_checks, roi_ops
+from tensorflow_customops.python.registry import roi as roi_registry
 
 _raw = roi_ops._ops
 _BAD_INPUT = (tf.errors.InvalidArgumentError, ValueError)
@@ -338,6 +340,13 @@ class RoiGradValidationTest(tf.test.TestCase, parameterized.TestCase):
             self._grad_op(
                 "roi_pool", grads, rois, shape, tf.zeros([1, 2, 2, 3], tf.int32)
             )
+
+    def test_the_fuzzer_has_a_hint_for_every_roi_op(self):
+        # Random shapes almost never make a valid RoI call: without hints the
+        # fuzzer would reach only the ops' validation.
+        hints = registry.fuzz_hints()
+        for entry in roi_registry.ENTRIES:
+            self.assertIn(entry.op, hints)
 
 
 if __name__ == "__main__":
