@@ -17,6 +17,9 @@ import subprocess
 
 PACKAGE = "tensorflow_customops"
 OP_PREFIX = "CustomOps"
+# What tools/new_repo.py leaves in a repository it makes: its package and
+# op prefix.
+STAMP = ".machinery.json"
 
 # Everything the machinery is made of, less FAMILY_PARTS.
 MACHINERY = (

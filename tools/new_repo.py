@@ -41,7 +41,7 @@ sys.path.insert(0, _ROOT)
 from tools import machinery, new_op  # noqa: E402
 
 _TEMPLATES = os.path.join(_ROOT, "tools", "new_repo_templates")
-STAMP = ".machinery.json"
+STAMP = machinery.STAMP
 _PACKAGE = re.compile(r"[a-z][a-z0-9_]*")
 # Top-level ops.bzl tables: `NAME = {...}` or `NAME = [...]`, on one line or
 # up to a closing line.

