@@ -3,8 +3,9 @@ generated in a scratch folder with its example op, its own tools/new_op.py
 adds a second op there, touching only the two tables of the existing files,
 both ops' spec history and goldens are recorded, and Bazel builds its op
 library for the installed TensorFlow and runs the ops' tests, the cross-op
-tests and lint there, and compiles the XLA lowerings (and, where nvcc is
-installed, the GPU kernels and GPU check runners). So neither the machinery
+tests and lint there, then the smoke with the XLA library (jit), loads
+the generated package beside this one, and, where nvcc is installed,
+compiles an op's GPU kernels and GPU check runner. So neither the machinery
 nor the op template can drift from what a new repository needs.
 
 Bazel runs inside this test (it keeps its output under TEST_TMPDIR), so the
@@ -50,6 +51,12 @@ _TARGETS = [
     f"//{_PACKAGE}/core/ops/compat:all",
     "//tools/gpu_check:make_cases_test",
 ]
+
+
+# The smoke compiles every op under jit with the XLA library loaded.
+# properties:xla_test cannot run there yet: its parameterized tests want an op
+# lowered to custom calls and one XLA refuses, and fail when a list is empty.
+_XLA_TARGETS = [f"{_TESTS}/loading:smoke_test"]
 
 
 def _coupled(target):
@@ -166,17 +173,17 @@ class GeneratedRepoTest(unittest.TestCase):
         for target in filter(_coupled, _TARGETS):
             print(f"left out while its file is in COUPLED: {target}")
         self._bazel("test", *(t for t in _TARGETS if not _coupled(t)))
-        # Both ops are the template's: one op's lowering and GPU kernels
-        # prove it compiles.
+        # With the XLA library.
         self._run(
             "bazel",
-            "build",
+            "test",
             self.cache,
-            f"//{_PACKAGE}/compiler/tf2xla/kernels/{_OPS[1]}:{_OPS[1]}_op",
+            *(t for t in _XLA_TARGETS if not _coupled(t)),
         )
         self._run("tools/lint.sh")
         self._coexist()
         if shutil.which("nvcc"):
+            # Both ops are the template's: one op's GPU kernels prove it.
             self._run(
                 "bazel",
                 "build",

@@ -180,8 +180,12 @@ def xla_custom_call_api():
     (docs/xla.md)."""
     if not xla_status()[0]:
         return ""
-    api = ctypes.CDLL(library_path(XLA_LIBRARY_NAME)).TfcoXlaCustomCalls()
-    return _CUSTOM_CALL_APIS[api]
+    library = ctypes.CDLL(library_path(XLA_LIBRARY_NAME))
+    # Lowerings that all build HLO link no custom-call code, and so no
+    # TfcoXlaCustomCalls.
+    if not hasattr(library, "TfcoXlaCustomCalls"):
+        return ""
+    return _CUSTOM_CALL_APIS[library.TfcoXlaCustomCalls()]
 
 
 def xla_custom_calls():
