@@ -195,15 +195,12 @@ def xla_case(name, fn, args, operands, results, kind, dtype):
             ffi_attrs.update({f"ffi.i64s.{key}.{i}": v for i, v in enumerate(value)})
         else:
             ffi_attrs[f"ffi.f32.{key}"] = value
-    return case(
-        name,
-        "xla:" + target,
-        ffi_attrs,
-        {f"arg{i}": v for i, v in enumerate(operands)},
-        {f"ret{i}": v for i, v in enumerate(results)},
-        kind,
-        dtype,
-    )
+    inputs = {f"arg{i}": to_file(v, t) for i, (v, t) in enumerate(operands)}
+    outputs = {f"ret{i}": to_file(v, t) for i, (v, t) in enumerate(results)}
+    # The tolerance is the results', not the scratch's (a copy, say).
+    cpu_outputs = {f"ret{i}": outputs[f"ret{i}"] for i in range(len(cpu_results))}
+    attrs = dict(ffi_attrs, **tolerance(kind, dtype, cpu_outputs))
+    return case_file.Case(name, "xla:" + target, attrs, inputs, outputs)
 
 
 def modules():
