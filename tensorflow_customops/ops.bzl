@@ -33,3 +33,11 @@ TFCO_SHAPE_DEPS = {
 TFCO_GPU_CASE_DEPS = {
     "roi": ["//tensorflow_customops/python/kernel_tests/roi:roi_test_util"],
 }
+
+# The libraries of a family's XLA custom-call handlers, which register its
+# CUDA handlers (compiler/tf2xla/ffi_handler.h) with no TensorFlow symbol:
+# tools/gpu_check links them and calls each as XLA does.
+TFCO_FFI_HANDLERS = {
+    "deform_conv2d": ["//tensorflow_customops/compiler/tf2xla/kernels/deform_conv2d:deform_conv2d_custom_call_handlers"],
+    "roi": ["//tensorflow_customops/compiler/tf2xla/kernels/roi:roi_custom_call_handlers"],
+}

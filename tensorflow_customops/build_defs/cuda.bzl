@@ -136,7 +136,7 @@ def nvcc_objects(name, gpu_srcs, hdrs):
         objects.append(obj)
     return objects
 
-def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
+def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], host_deps = [], **kwargs):
     """A CUDA program that runs the library's GPU kernels without TensorFlow.
 
     gpu_srcs are compiled by nvcc. Of each kernel only its portable part is
@@ -150,6 +150,8 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
       gpu_srcs: *.cu.cc files with the program's host and device code.
       kernels: tfco_kernel_library names; their portable kernelss are linked.
       deps: host tfco_portable_library targets.
+      host_deps: other libraries linked in, whose headers gpu_srcs do not
+        include.
       **kwargs: passed to cc_binary (visibility, ...).
     """
     objects = nvcc_objects(name, gpu_srcs, [t + "_core_hdrs" for t in kernels] + [t + "_hdrs" for t in deps])
@@ -159,7 +161,7 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], **kwargs):
             USING_CUDA: objects,
             "//conditions:default": [],
         }),
-        deps = [k + "_core" for k in kernels] + deps + select({
+        deps = [k + "_core" for k in kernels] + deps + host_deps + select({
             USING_CUDA: [CUDART],
             "//conditions:default": [],
         }),

@@ -2,7 +2,8 @@
 // compares the results with the CPU kernels' outputs stored there. Needs a
 // CUDA GPU and nothing of TensorFlow at run time: the kernels are the kernel
 // core's (core/kernels/portable/api.h), called through the same C entry points
-// the op library calls.
+// the op library calls, and the XLA custom calls' CUDA handlers, called as
+// XLA calls them (xla_ffi.h).
 //
 //   gpu_check CASES [--outputs FILE]   one line per case, then
 //                                      "N passed, N failed"; exit 1 on failure
@@ -12,8 +13,9 @@
 //                                      forward, and forward+backward when they
 //                                      carry the backward's input; one JSON
 //                                      object per line
-//   gpu_check --list                   the ops it has runners for, one a line
-//                                      (no GPU needed)
+//   gpu_check --list                   the ops it has runners for, one a line,
+//                                      "xla:<target>" for the custom calls'
+//                                      handlers (no GPU needed)
 //
 // Without a CUDA device it says so and exits with status 3. Each op family's
 // runners are in runners/<family>.cu.cc.
@@ -74,6 +76,7 @@ bool PrimaryContextActive(int ordinal) {
 }
 
 int Main(int argc, char** argv) {
+  AddXlaRunners();
   std::string cases_path, outputs_path;
   bool bench = false;
   int repeats = 50;

@@ -1,6 +1,7 @@
 """The gpu_check executable (built under --config=cuda): it needs no
-TensorFlow library, and it runs every case where a GPU is present, or says
-there is none and fails."""
+TensorFlow library, it has a runner for every op and XLA custom call with
+cases and cases for every one it has a runner for, and it runs every case
+where a GPU is present, or says there is none and fails."""
 
 import os
 import subprocess
@@ -8,6 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
+import tensorflow_customops as tfco
 from tools.gpu_check import case_file, make_cases
 
 _BINARY = os.path.join(os.path.dirname(__file__), "gpu_check")
@@ -28,13 +30,23 @@ class GpuCheckTest(tf.test.TestCase):
         self.assertIn("usage: gpu_check CASES", result.stderr)
 
     def test_a_runner_for_every_op_with_cases(self):
-        # --list needs no GPU: the runners/ files' registrations against the
-        # cases/ modules' ops.
+        # --list needs no GPU: the runners/ files' registrations, and the XLA
+        # custom calls' CUDA handlers (xla:<target>), against the cases/
+        # modules' ops: a handler without cases fails here.
         listed = subprocess.run(
             [_BINARY, "--list"], capture_output=True, text=True, check=True
         ).stdout.split()
         self.assertEqual(listed, sorted(listed))
-        self.assertEqual(set(listed), {c.op for c in make_cases.all_cases()})
+        with_cases = {c.op for c in make_cases.all_cases()}
+        self.assertEqual(
+            sorted(set(listed) - with_cases), [], "runners or handlers without cases"
+        )
+        self.assertEqual(sorted(with_cases - set(listed)), [], "cases without runners")
+        handlers = [op for op in listed if op.startswith("xla:")]
+        if tfco.build_info()["xla_custom_call_api"] == "typed_ffi":
+            self.assertNotEmpty(handlers)
+        else:
+            self.assertEmpty(handlers)
 
     def test_runs_every_case_or_says_no_device(self):
         cases = make_cases.all_cases()

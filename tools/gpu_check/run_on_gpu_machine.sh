@@ -7,8 +7,8 @@
 # clang 16 and the CUDA 12.9 runtime, docs/gpu.md), writes the cases from the
 # CPU kernels, and puts both, with this script and the comparisons
 # (compare_on_gpu.py, compare/), in DIR (default .gpu_check, ignored by git;
-# about 10 MB). Carry DIR to the GPU machine (scp, or a device tool's carried
-# paths), then there:
+# about 48 MB with nvcc). Carry DIR to the GPU machine (scp, or a device
+# tool's carried paths), then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
 # runs every case (one line each, then "N passed, N failed"), then the
 # families' comparisons with other libraries' CUDA ops (compare/, each

@@ -231,6 +231,11 @@ inline std::map<std::string, Runner>& Runners() {
   return runners;
 }
 
+// Adds a runner "xla:<target>" for every XLA custom call's CUDA handler
+// (xla_runner.cu.cc); the handlers register as the program starts, so the
+// runners are added once main runs.
+void AddXlaRunners();
+
 // A static RegisterRunner in a runners/ file adds its ops to the table. Two
 // files claiming one op is a programming error, caught at start-up.
 struct RegisterRunner {

@@ -27,6 +27,7 @@ TOLERANCES; exact where both kernels do the same operations).
 
 import importlib
 import pkgutil
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -110,6 +111,96 @@ def case(name, op, attrs, inputs, outputs, kind, dtype):
     outputs = {k: to_file(v, t) for k, (v, t) in outputs.items()}
     attrs = dict(attrs, **tolerance(kind, dtype, outputs))
     return case_file.Case(name, op, attrs, inputs, outputs)
+
+
+# HLO's element types, as case dtypes.
+_HLO_DTYPES = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "s32": "int32",
+    "s64": "int64",
+    "s8": "int8",
+    "u8": "uint8",
+}
+_HLO_SHAPE = re.compile(rf"\b({'|'.join(_HLO_DTYPES)})\[([0-9,]*)\]")
+# The typed-FFI attributes the lowerings write (FfiAttributes): i64 arrays,
+# f32 scalars (as the bits in hexadecimal, or as a decimal).
+_FFI_ATTR = re.compile(
+    r"(\w+) = (?:array<i64(?::\s*([-0-9, ]*))?>"
+    r"|(0x[0-9A-Fa-f]{8}|[-+0-9.eE]+|nan|[-+]?inf) : f32)"
+)
+
+
+def _hlo_shapes(text):
+    return [
+        (_HLO_DTYPES[t], tuple(int(d) for d in dims.split(",") if d))
+        for t, dims in _HLO_SHAPE.findall(text)
+    ]
+
+
+def xla_custom_call(fn, *args):
+    """The one custom call that `fn`, compiled by XLA for the CPU, makes, as
+    XLA passes it to its handler: (target, operands, results, attributes),
+    operands and results as (dtype, dims), attributes {name: value} as the
+    handler decodes them (a list of ints, or a float)."""
+    compiled = tf.function(fn, jit_compile=True, autograph=False)
+    hlo = compiled.experimental_get_compiler_ir(*args)(stage="hlo")
+    calls = [line for line in hlo.splitlines() if " custom-call(" in line]
+    if len(calls) != 1:
+        raise ValueError(f"expected one custom call, found {len(calls)}:\n{hlo}")
+    results, rest = calls[0].split("=", 1)[1].split(" custom-call(", 1)
+    operands, rest = rest.split("), custom_call_target=", 1)
+    target = re.match(r'"([^"]+)"', rest).group(1)
+    config = rest.split("backend_config=", 1)[1] if "backend_config=" in rest else ""
+    attrs = {}
+    for name, ints, value in _FFI_ATTR.findall(config):
+        if value.startswith("0x"):
+            bits = np.array([int(value, 16)], np.uint32)
+            attrs[name] = float(bits.view(np.float32)[0])
+        elif value:
+            attrs[name] = float(np.float32(value))
+        else:
+            attrs[name] = [int(v) for v in ints.split(",") if v.strip()]
+    return target, _hlo_shapes(operands), _hlo_shapes(results), attrs
+
+
+def xla_case(name, fn, args, operands, results, kind, dtype):
+    """A case of the custom call that fn(*args) makes compiled by XLA, run on
+    the GPU through the target's CUDA handler as XLA runs it: op
+    "xla:<target>", the attributes XLA passes (xla_custom_call, as
+    "ffi.i64s.<name>" with its elements "ffi.i64s.<name>.<i>", and
+    "ffi.f32.<name>"), `operands` as inputs arg0, arg1, ... and `results`
+    as outputs ret0, ret1, ..., both (value, dtype) pairs in the call's
+    order. The CPU's call must take the same operands and give the first of
+    the results: a CUDA handler may give more (its scratch)."""
+    target, cpu_operands, cpu_results, attrs = xla_custom_call(fn, *args)
+
+    def shapes(values):
+        return [(t, tuple(np.shape(v))) for v, t in values]
+
+    if (
+        cpu_operands != shapes(operands)
+        or cpu_results != shapes(results)[: len(cpu_results)]
+    ):
+        raise ValueError(
+            f"{name}: {target} takes {cpu_operands} and gives {cpu_results}, "
+            f"not {shapes(operands)} and {shapes(results)}"
+        )
+    ffi_attrs = {}
+    for key, value in attrs.items():
+        if isinstance(value, list):
+            ffi_attrs[f"ffi.i64s.{key}"] = len(value)
+            ffi_attrs.update({f"ffi.i64s.{key}.{i}": v for i, v in enumerate(value)})
+        else:
+            ffi_attrs[f"ffi.f32.{key}"] = value
+    inputs = {f"arg{i}": to_file(v, t) for i, (v, t) in enumerate(operands)}
+    outputs = {f"ret{i}": to_file(v, t) for i, (v, t) in enumerate(results)}
+    # The tolerance is the results', not the scratch's (a copy, say).
+    cpu_outputs = {f"ret{i}": outputs[f"ret{i}"] for i in range(len(cpu_results))}
+    attrs = dict(ffi_attrs, **tolerance(kind, dtype, cpu_outputs))
+    return case_file.Case(name, "xla:" + target, attrs, inputs, outputs)
 
 
 def modules():

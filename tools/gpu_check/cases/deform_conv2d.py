@@ -3,7 +3,15 @@
 import numpy as np
 import tensorflow as tf
 
-from tools.gpu_check.cases import FLOAT_DTYPES, TF_DTYPES, case, normal, ops
+import tensorflow_customops as tfco
+from tools.gpu_check.cases import (
+    FLOAT_DTYPES,
+    TF_DTYPES,
+    case,
+    normal,
+    ops,
+    xla_case,
+)
 
 # --- DeformableConv2d and its gradient: (label, n, c, h, w, o, kh, kw,
 # groups, offset groups, stride, pad, dilation, mask); offsets reach off the
@@ -17,6 +25,18 @@ _DCN_CASES = [
     # More than one tile of the GPU kernels' products along every dimension.
     ("wide", 1, 96, 10, 9, 80, 3, 3, 1, 2, (1, 1), (1, 1), (1, 1), True),
 ]
+# The cases also run as the custom calls XLA compiles the ops to, through
+# their CUDA handlers, where the build has them (typed FFI).
+_XLA_LABELS = (
+    ("plain", "groups", "nomask")
+    if tfco.build_info()["xla_custom_call_api"] == "typed_ffi"
+    else ()
+)
+
+
+def _bind(op, op_attrs):
+    """The op of its tensors alone, with `op_attrs` (for tf.function)."""
+    return lambda *tensors: op(*tensors, **op_attrs)
 
 
 def cases():
@@ -86,6 +106,18 @@ def cases():
                         {"output": (y, dtype)}, "sum", dtype,
                     )
                 )  # fmt: skip
+                if label in _XLA_LABELS:
+                    cases.append(
+                        xla_case(
+                            f"{name}/xla_fwd",
+                            _bind(ops.custom_ops_deformable_conv2d, op_attrs),
+                            (x, filt, offset, mask),
+                            list(inputs.values()),
+                            [(y, dtype)],
+                            "sum",
+                            dtype,
+                        )
+                    )
                 grads = ops.custom_ops_deformable_conv2d_grad(
                     x, filt, offset, mask, dy, **op_attrs
                 )
@@ -95,6 +127,19 @@ def cases():
                         ((g, dtype) for g in grads),
                     )
                 )
+                if label in _XLA_LABELS:
+                    # Every gradient is a result, grad_mask [0] without a mask.
+                    cases.append(
+                        xla_case(
+                            f"{name}/xla_grad",
+                            _bind(ops.custom_ops_deformable_conv2d_grad, op_attrs),
+                            (x, filt, offset, mask, dy),
+                            list(inputs.values()) + [(dy, dtype)],
+                            list(outputs.values()),
+                            "atomic",
+                            dtype,
+                        )
+                    )
                 if not masked:
                     del outputs["grad_mask"]
                 cases.append(

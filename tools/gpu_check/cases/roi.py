@@ -13,12 +13,22 @@ import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.roi import roi_test_util
 from tensorflow_customops.python.ops import load_library
 from tensorflow_customops.python.registry import boxes
-from tools.gpu_check import case_file
-from tools.gpu_check.cases import FLOAT_DTYPES, TF_DTYPES, case, normal, ops
+from tools.gpu_check.cases import (
+    FLOAT_DTYPES,
+    TF_DTYPES,
+    case,
+    normal,
+    ops,
+    xla_case,
+)
 
 # The boxes are float32 or float64 (Tboxes) and RoiPoolGrad's argmax int32,
 # whatever the features' dtype.
 FIXED_DTYPE_INPUTS = ("rois", "argmax")
+
+# Whether XLA compiles the ops to custom calls into their kernels, with CUDA
+# handlers where the kernels are built for CUDA (typed FFI).
+XLA_CUSTOM_CALLS = tfco.build_info()["xla_custom_call_api"] == "typed_ffi"
 
 # --- RoI ops: (op, functor, variants of (spatial_scale, sampling_ratio, aligned)).
 
@@ -43,13 +53,28 @@ def _roi_attrs(op, output_size, spatial_scale, sampling_ratio, aligned, data_for
 
 
 def _roi_cases(
-    name, op, functor, features, rois, output_size, variant, dtype, data_format, seed
+    name,
+    op,
+    functor,
+    features,
+    rois,
+    output_size,
+    variant,
+    dtype,
+    data_format,
+    seed,
+    xla=False,
+    given_rois=None,
 ):
-    """The forward and the backward case of one RoI op call."""
+    """The forward and the backward case of one RoI op call; with `xla`, also
+    those of the custom calls that XLA compiles the ops to, through their CUDA
+    handlers. `given_rois`, if any, are the boxes the kernels get, of which
+    `rois` is the checked copy (_null_invalid)."""
     attrs, op_attrs = _roi_attrs(op, output_size, *variant, data_format)
     x = tf.cast(features, TF_DTYPES[dtype])
     if data_format == "NCHW":
         x = tf.transpose(x, [0, 3, 1, 2])
+    given = rois if given_rois is None else given_rois
     # A tensor keeps float64 boxes float64 (Tboxes); the op wrapper would
     # convert a NumPy array to Tboxes' default, float32.
     rois = tf.constant(rois)
@@ -60,10 +85,29 @@ def _roi_cases(
         outputs["argmax"] = (forward[1], "int32")
     kind = "exact" if functor == "RoiPool" else "sum"
     boxes_dtype = rois.dtype.name  # float32, or float64 (Tboxes)
-    inputs = {"features": (x, dtype), "rois": (rois, boxes_dtype)}
+    inputs = {"features": (x, dtype), "rois": (given, boxes_dtype)}
+    # The CUDA handlers' operands end with the boxes' count, and their results
+    # with their scratch, the checked boxes (roi_custom_call_gpu.cc).
+    count = (np.int32(rois.shape[0]), "int32")
+    checked = (
+        _null_invalid(given, x.shape[0], variant[0]).astype(boxes_dtype),
+        boxes_dtype,
+    )
     cases = []
     if pooled.shape.num_elements():  # the op launches nothing otherwise
         cases.append(case(name + "/fwd", functor, attrs, inputs, outputs, kind, dtype))
+    if xla:
+        cases.append(
+            xla_case(
+                name + "/xla_fwd",
+                lambda x, r: getattr(ops, "custom_ops_" + op)(x, r, **op_attrs),
+                (x, rois),
+                [inputs["features"], inputs["rois"], count],
+                list(outputs.values()) + [checked],
+                kind,
+                dtype,
+            )
+        )
 
     grads = normal(np.random.default_rng(seed), pooled.shape, dtype)
     grad_inputs = [grads, rois]
@@ -78,6 +122,24 @@ def _roi_cases(
     cases.append(
         case(name + "/grad", functor + "Grad", attrs, inputs, outputs, "atomic", dtype)
     )
+    if xla:
+        features_shape = tf.shape(x)
+        operands = [inputs["grads"], inputs["rois"]]
+        if functor == "RoiPool":
+            operands.append(inputs["argmax"])
+        cases.append(
+            xla_case(
+                name + "/xla_grad",
+                lambda *a: getattr(ops, "custom_ops_" + op + "_grad")(
+                    *a, features_shape, **op_attrs
+                ),
+                grad_inputs[:-1],
+                operands + [count],
+                [outputs["grad_features"], checked],
+                "atomic",
+                dtype,
+            )
+        )
     if functor.endswith("Align") and pooled.shape.num_elements():
         # One box per block, summed in a fixed order: "sum", not "atomic".
         box_grad = getattr(ops, "custom_ops_" + op + "_grad_boxes")(
@@ -86,7 +148,7 @@ def _roi_cases(
         inputs = {
             "grads": (grads, dtype),
             "features": (x, dtype),
-            "rois": (rois, boxes_dtype),
+            "rois": (given, boxes_dtype),
         }
         outputs = {"grad_rois": (box_grad, boxes_dtype)}
         cases.append(
@@ -100,6 +162,20 @@ def _roi_cases(
                 dtype,
             )
         )
+        if xla:
+            cases.append(
+                xla_case(
+                    name + "/xla_grad_boxes",
+                    lambda g, f, r: getattr(ops, "custom_ops_" + op + "_grad_boxes")(
+                        grads=g, features=f, rois=r, **op_attrs
+                    ),
+                    (grads, x, rois),
+                    list(inputs.values()) + [count],
+                    [outputs["grad_rois"], checked],
+                    "sum",
+                    dtype,
+                )
+            )
     return cases
 
 
@@ -125,6 +201,7 @@ def _pooling_cases():
                         dtype,
                         data_format,
                         seed=i,
+                        xla=i == 0 and XLA_CUSTOM_CALLS,
                     )
         # float64 boxes (with float64 features) that float32 cannot hold.
         for data_format in ("NHWC", "NCHW"):
@@ -157,6 +234,7 @@ def _pooling_cases():
                 "float32",
                 data_format,
                 seed=7,
+                xla=XLA_CUSTOM_CALLS,
             )
         if op in ("roi_align", "ps_roi_align"):
             cases += _grouped_channel_cases(op, functor)
@@ -269,9 +347,11 @@ def _invalid_boxes_cases():
             "float32",
             "NHWC",
             seed=12,
+            xla=XLA_CUSTOM_CALLS,
+            given_rois=rois,
         ):
-            c.inputs["rois"] = case_file.Tensor("float32", rois)
-            c.attrs["bad_box"] = bad_box
+            if not c.op.startswith("xla:"):  # the handlers raise nothing
+                c.attrs["bad_box"] = bad_box
             cases.append(c)
     return cases
 

@@ -10,6 +10,30 @@
 namespace tensorflow {
 namespace customops {
 namespace roi {
+namespace handlers {
+namespace {
+
+// The attributes of a call of `a` on `s`, in the handlers' layout.
+FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s) {
+  std::vector<int64_t> ints(kNumInts);
+  ints[kKind] = static_cast<int64_t>(a.kind);
+  ints[kPooledHeight] = a.pooled_height;
+  ints[kPooledWidth] = a.pooled_width;
+  ints[kSamplingRatio] = a.sampling_ratio;
+  ints[kAligned] = a.aligned;
+  ints[kNchw] = a.nchw;
+  ints[kBatch] = s.batch;
+  ints[kHeight] = s.height;
+  ints[kWidth] = s.width;
+  ints[kChannels] = s.channels;
+  ints[kOutChannels] = s.out_channels;
+  FfiAttributes attributes;
+  attributes.Ints("ints", ints).Float("spatial_scale", a.spatial_scale);
+  return attributes;
+}
+
+}  // namespace
+}  // namespace handlers
 
 RoiCustomCall::RoiCustomCall(OpKernelConstruction* context)
     : choice_(context, /*gpu_handlers=*/true) {}

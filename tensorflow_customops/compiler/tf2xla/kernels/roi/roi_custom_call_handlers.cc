@@ -13,24 +13,6 @@ namespace customops {
 namespace roi {
 namespace handlers {
 
-FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s) {
-  std::vector<int64_t> ints(kNumInts);
-  ints[kKind] = static_cast<int64_t>(a.kind);
-  ints[kPooledHeight] = a.pooled_height;
-  ints[kPooledWidth] = a.pooled_width;
-  ints[kSamplingRatio] = a.sampling_ratio;
-  ints[kAligned] = a.aligned;
-  ints[kNchw] = a.nchw;
-  ints[kBatch] = s.batch;
-  ints[kHeight] = s.height;
-  ints[kWidth] = s.width;
-  ints[kChannels] = s.channels;
-  ints[kOutChannels] = s.out_channels;
-  FfiAttributes attributes;
-  attributes.Ints("ints", ints).Float("spatial_scale", a.spatial_scale);
-  return attributes;
-}
-
 ffi::Error Decode(ffi::Span<const int64_t> ints, float spatial_scale,
                   ffi::DataType type, ffi::DataType boxes_type,
                   int64_t num_rois, HandlerCall* call) {

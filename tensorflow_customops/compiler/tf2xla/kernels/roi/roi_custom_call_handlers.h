@@ -2,12 +2,13 @@
 // (roi_custom_call.cc) and their handlers on the host (roi_custom_call_host.cc)
 // and on CUDA (roi_custom_call_gpu.cc): the targets, the layout of the
 // attributes, the decoded call and the calls into the portable kernels. Only
-// those files include it.
+// those files include it. No TensorFlow header (ffi_handler.h): the CUDA
+// handlers link into tools/gpu_check.
 
 #ifndef TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_HANDLERS_H_
 #define TENSORFLOW_CUSTOMOPS_COMPILER_TF2XLA_KERNELS_ROI_ROI_CUSTOM_CALL_HANDLERS_H_
 
-#include "tensorflow_customops/compiler/tf2xla/custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/ffi_handler.h"
 
 #if TFCO_XLA_CUSTOM_CALLS
 
@@ -45,9 +46,6 @@ enum Int {
   kOutChannels,
   kNumInts
 };
-
-// The attributes of a call of `a` on `s`, in the layout above.
-FfiAttributes Attributes(const RoiAttrs& a, const RoiShape& s);
 
 // What a handler knows once its attributes are decoded.
 struct HandlerCall {

@@ -3,6 +3,7 @@
 // (and argmax) as the regular kernels do, raising their errors, and run the
 // portable kernels on TensorFlow's intra-op pool.
 
+#include "tensorflow_customops/compiler/tf2xla/custom_call.h"
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call_handlers.h"
 
 #if TFCO_XLA_CUSTOM_CALLS
