@@ -43,6 +43,7 @@ _TARGETS = [
     f"{_TESTS}/loading:api_test",
     f"{_TESTS}/loading:smoke_test",
     f"{_TESTS}/loading:custom_op_library_test",
+    f"{_TESTS}/loading:load_library_test",
     f"{_TESTS}/properties:op_registry_test",
     f"{_TESTS}/properties:large_shapes_test",
     f"{_TESTS}/properties:cpp_gradients_test",
