@@ -31,10 +31,7 @@ _PACKAGE = "acme_probe"
 _PREFIX = "AcmeProbe"
 _OPS = ("scale", "scaffold_probe")
 
-# The generated repository's tests of its ops and the cross-op tests. A test
-# whose file is still coupled to this repository's families (COUPLED in
-# tools/machinery.py) cannot pass there yet: it is left out until its file
-# leaves that list.
+# The generated repository's tests of its ops and the cross-op tests.
 _TESTS = f"//{_PACKAGE}/python/kernel_tests"
 _TARGETS = [
     f"{_TESTS}/{op}:{op}_{kind}_test" for op in _OPS for kind in ("op", "onnx")
@@ -54,15 +51,9 @@ _TARGETS = [
 ]
 
 
-# The smoke compiles every op under jit with the XLA library loaded.
-# properties:xla_test cannot run there yet: its parameterized tests want an op
-# lowered to custom calls and one XLA refuses, and fail when a list is empty.
-_XLA_TARGETS = [f"{_TESTS}/loading:smoke_test"]
-
-
-def _coupled(target):
-    coupled = [machinery.substitute(p, _PACKAGE, _PREFIX) for p in machinery.coupled()]
-    return target[2:].replace(":", "/") + ".py" in coupled
+# With the XLA library loaded: every op under jit, in the smoke and against
+# eager.
+_XLA_TARGETS = [f"{_TESTS}/loading:smoke_test", f"{_TESTS}/properties:xla_test"]
 
 
 def _action_path():
@@ -171,16 +162,9 @@ class GeneratedRepoTest(unittest.TestCase):
         )
         self.assertIn(history, after)
 
-        for target in filter(_coupled, _TARGETS):
-            print(f"left out while its file is in COUPLED: {target}")
-        self._bazel("test", *(t for t in _TARGETS if not _coupled(t)))
+        self._bazel("test", *_TARGETS)
         # With the XLA library.
-        self._run(
-            "bazel",
-            "test",
-            self.cache,
-            *(t for t in _XLA_TARGETS if not _coupled(t)),
-        )
+        self._run("bazel", "test", self.cache, *_XLA_TARGETS)
         self._run("tools/lint.sh")
         self._coexist()
         if shutil.which("nvcc"):

@@ -107,11 +107,6 @@ TABLES = (
 # repository gets its own start of them, which updates leave alone.
 STARTERS = ("{package}/version.py",)
 
-# Machinery files that still hold parts of this repository's families (their
-# names, ops or cases). They cannot be shared until those parts come from the
-# families; machinery_test fails when a file joins or leaves this list.
-COUPLED = ()
-
 # A TensorFlow op name: what the prefix of every op must fit into.
 _OP_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*(>[A-Za-z0-9][A-Za-z0-9_]*)*")
 _FAMILY_ROW = re.compile(r'^    "([a-z0-9_]+)": \[', re.M)
@@ -205,8 +200,8 @@ def tracked_files(root):
 
 
 def machinery_files(root, package=PACKAGE):
-    """The machinery's files in the repository at `root`, tables, starters
-    and coupled files included, sorted."""
+    """The machinery's files in the repository at `root`, tables and
+    starters included, sorted."""
     names = families(root, package)
     machinery = _expand(MACHINERY + TABLES + STARTERS, package)
     owned = _expand(FAMILY_PARTS, package, names)
@@ -223,10 +218,6 @@ def tables(package=PACKAGE):
 
 def starters(package=PACKAGE):
     return _expand(STARTERS, package)
-
-
-def coupled(package=PACKAGE):
-    return _expand(COUPLED, package)
 
 
 def family_pattern(family_names, op_names):

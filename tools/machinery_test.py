@@ -1,7 +1,7 @@
 """The machinery boundary (tools/machinery.py) holds: every pattern names
 files that exist, the machinery names no op family and no other part of this
-library outside the files listed as still coupled, and the substitution and
-op prefix check behave as new repositories need. In a repository made by
+library, and the substitution and op prefix check behave as new repositories
+need. In a repository made by
 tools/new_repo.py only the latter run: the boundary is held where its
 machinery comes from.
 
@@ -83,11 +83,11 @@ class MachineryTest(unittest.TestCase):
                     f"{pattern} matches no file: update tools/machinery.py",
                 )
 
-    def test_tables_and_coupled_files_are_machinery(self):
-        for path in machinery.tables() + machinery.coupled():
+    def test_tables_are_machinery(self):
+        for path in machinery.tables():
             self.assertIn(path, self.files)
 
-    def test_only_the_coupled_files_name_this_librarys_ops(self):
+    def test_the_machinery_names_none_of_this_librarys_parts(self):
         registered = os.path.join(
             _ROOT, machinery.PACKAGE, "core/ops/compat/registered_ops"
         )
@@ -111,10 +111,10 @@ class MachineryTest(unittest.TestCase):
         ]
         self.assertEqual(
             sorted(found),
-            sorted(machinery.coupled()),
-            "machinery files naming an op family or another part of this "
-            "library must be listed in COUPLED (tools/machinery.py), and a file "
-            "that no longer does must leave it",
+            [],
+            "machinery files name an op family or another part of this "
+            "library: make that part come from the family (CONTRIBUTING.md, "
+            '"The machinery and the families")',
         )
 
     def _builds_content(self, path):
