@@ -267,26 +267,21 @@ class NewRepoTest(unittest.TestCase):
 
     def test_scaffold_refusals(self):
         dest = self._copy("refusals")
-        result = _run(
-            sys.executable,
-            "tools/new_op.py",
-            "scale",
-            "--skip-compat",
-            cwd=dest,
-            check=False,
-        )
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("scale exists already", result.stderr)
-        result = _run(
-            sys.executable,
-            "tools/new_op.py",
-            "ScaleBy",
-            "--skip-compat",
-            cwd=dest,
-            check=False,
-        )
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("NAME must be snake_case, got 'ScaleBy'", result.stderr)
+        for name, message in (
+            ("scale", "scale exists already"),
+            ("ScaleBy", "NAME must be snake_case, got 'ScaleBy'"),
+        ):
+            with self.subTest(name=name):
+                result = _run(
+                    sys.executable,
+                    "tools/new_op.py",
+                    name,
+                    "--skip-compat",
+                    cwd=dest,
+                    check=False,
+                )
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(message, result.stderr)
 
 
 if __name__ == "__main__":
