@@ -16,6 +16,12 @@
 //   gpu_check --list                   the ops it has runners for, one a line,
 //                                      "xla:<target>" for the custom calls'
 //                                      handlers (no GPU needed)
+//   gpu_check --stream-done [fault]    TfcoWhenStreamDone, which the async
+//                                      op kernels finish by: it must not
+//                                      hold up the op's stream, and (fault:
+//                                      a kernel that traps, the process's
+//                                      last CUDA work) must still call back,
+//                                      with CUDA's error
 //
 // Without a CUDA device it says so and exits with status 3. Each op family's
 // runners are in runners/<family>.cu.cc.
@@ -23,10 +29,14 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tensorflow_customops/core/kernels/portable/gpu_support.h"
@@ -58,6 +68,129 @@ int Bench(const std::vector<Case>& cases, int repeats, const GPUDevice& d) {
   return 0;
 }
 
+// --- TfcoWhenStreamDone's own check (--stream-done).
+
+// A CPU pool whose `schedule` holds CUDA's callback thread until Release():
+// while it does, the callback has not returned, and only its own stream may
+// wait for it.
+class HeldPool {
+ public:
+  HeldPool() {
+    pool_.pool = this;
+    pool_.num_threads = 1;
+    pool_.pool_threads = 1;
+    pool_.schedule = [](void* self, void (*fn)(void*), void* arg) {
+      static_cast<HeldPool*>(self)->Hold(fn, arg);
+    };
+    pool_.current_thread_id = [](void*) { return -1; };
+  }
+  const TfcoThreadPool* pool() const { return &pool_; }
+  bool WaitEntered(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, limit, [this] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  void Hold(void (*fn)(void*), void* arg) {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+    std::thread(fn, arg).detach();
+  }
+
+  TfcoThreadPool pool_ = {};
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool released_ = false;
+};
+
+// What TfcoWhenStreamDone's fn saw.
+struct Called {
+  std::mutex mu;
+  std::condition_variable done;
+  bool called = false;
+  std::string error;
+
+  static void Fn(void* arg, TfcoError error) {
+    Called* self = static_cast<Called*>(arg);
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->called = true;
+    self->error = error == nullptr ? "" : error;
+    self->done.notify_all();
+  }
+  bool Wait(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu);
+    return done.wait_for(lock, limit, [this] { return called; });
+  }
+};
+
+// Spins for `cycles` clock cycles, so the host has enqueued what follows
+// before it traps.
+__global__ void SpinThenTrap(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  __trap();
+}
+
+// Whether an event recorded on `stream` completes within `limit`.
+bool Completes(cudaStream_t stream, std::chrono::seconds limit) {
+  cudaEvent_t event;
+  Check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+        "cudaEventCreate");
+  Check(cudaEventRecord(event, stream), "cudaEventRecord");
+  const auto end = std::chrono::steady_clock::now() + limit;
+  cudaError_t status;
+  while ((status = cudaEventQuery(event)) == cudaErrorNotReady &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  cudaEventDestroy(event);
+  return status == cudaSuccess;
+}
+
+int StreamDoneCheck(bool fault) {
+  constexpr std::chrono::seconds kLimit(10);
+  cudaStream_t stream;
+  Check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  HeldPool held;
+  const TfcoDevice device{held.pool(), stream};
+  Called called;
+  if (fault) SpinThenTrap<<<1, 1, 0, stream>>>(100 * 1000 * 1000);
+  CheckCore(TfcoWhenStreamDone(&device, &Called::Fn, &called));
+  bool ok = true;
+  if (!fault) {
+    ok = held.WaitEntered(kLimit);
+    std::cout << (ok ? "PASS" : "FAIL")
+              << " stream-done/called back while the stream ran on\n";
+    const bool ran_on = ok && Completes(stream, kLimit);
+    std::cout << (ran_on ? "PASS" : "FAIL")
+              << " stream-done/the op's stream does not wait for the "
+                 "callback\n";
+    ok = ok && ran_on;
+  }
+  held.Release();
+  const bool called_back = called.Wait(kLimit);
+  const bool error_as_expected = called_back && called.error.empty() != fault;
+  std::cout << (error_as_expected ? "PASS" : "FAIL") << " stream-done/"
+            << (fault ? "after a device fault, fn ran with CUDA's error"
+                      : "fn ran without error")
+            << (called_back
+                    ? ": " + (called.error.empty() ? "no error" : called.error)
+                    : ": fn did not run")
+            << "\n";
+  ok = ok && error_as_expected;
+  std::cout << (ok ? "1 passed, 0 failed" : "0 passed, 1 failed") << "\n";
+  return ok ? 0 : 1;
+}
+
 // Whether `ordinal`'s primary CUDA context is active, from the driver API
 // (the runtime has no call that asks without creating one).
 bool PrimaryContextActive(int ordinal) {
@@ -78,7 +211,7 @@ bool PrimaryContextActive(int ordinal) {
 int Main(int argc, char** argv) {
   AddXlaRunners();
   std::string cases_path, outputs_path;
-  bool bench = false;
+  bool bench = false, stream_done = false, fault = false;
   int repeats = 50;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -87,6 +220,10 @@ int Main(int argc, char** argv) {
     } else if (arg == "--list") {
       for (const auto& entry : Runners()) std::cout << entry.first << "\n";
       return 0;
+    } else if (arg == "--stream-done") {
+      stream_done = true;
+      fault = i + 1 < argc && std::string(argv[i + 1]) == "fault";
+      i += fault;
     } else if (arg == "--bench") {
       bench = true;
     } else if (arg == "--repeats" && i + 1 < argc) {
@@ -98,9 +235,10 @@ int Main(int argc, char** argv) {
       break;
     }
   }
-  if (cases_path.empty()) {
+  if (cases_path.empty() == !stream_done) {
     std::cerr << "usage: gpu_check CASES [--outputs FILE]\n"
                  "       gpu_check --bench CASES [--repeats N]\n"
+                 "       gpu_check --stream-done [fault]\n"
                  "       gpu_check --list\n";
     return 2;
   }
@@ -134,6 +272,7 @@ int Main(int argc, char** argv) {
             << "; driver floor " << support->driver_floor << ")"
             << (context ? "; deciding created a CUDA context" : "") << "\n";
   const bool decided_well = support->usable && !context;
+  if (stream_done) return StreamDoneCheck(fault);
 
   const std::vector<Case> cases = ReadCases(cases_path);
   cudaStream_t stream;

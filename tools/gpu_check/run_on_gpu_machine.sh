@@ -10,11 +10,12 @@
 # about 48 MB with nvcc). Carry DIR to the GPU machine (scp, or a device
 # tool's carried paths), then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
-# runs every case (one line each, then "N passed, N failed"), then the
-# families' comparisons with other libraries' CUDA ops (compare/, each
+# runs every case (one line each, then "N passed, N failed"), the check of
+# TfcoWhenStreamDone (gpu_check --stream-done, then with a device fault, in a
+# process of its own), then the families' comparisons with other libraries' CUDA ops (compare/, each
 # skipped where what it imports is missing), which compare results and time
 # both. Logs and JSON go to OUT (default DIR/results). The exit status is
-# gpu_check's.
+# gpu_check's on the cases, else 1 if the stream check failed.
 set -uo pipefail
 
 case "${1:-}" in
@@ -43,6 +44,11 @@ case "${1:-}" in
     "${dir}/gpu_check" "${dir}/cases.bin" --outputs "${out}/gpu_outputs.bin" \
       2>&1 | tee "${out}/gpu_check.log"
     status=${PIPESTATUS[0]}
+    for mode in "" fault; do
+      # shellcheck disable=SC2086  # no argument when mode is empty
+      "${dir}/gpu_check" --stream-done ${mode} 2>&1 | tee -a "${out}/stream_done.log"
+      [[ ${PIPESTATUS[0]} == 0 || ${status} != 0 ]] || status=1
+    done
     PYTHONUNBUFFERED=1 python3 "${dir}/compare_on_gpu.py" --dir "${dir}" --out "${out}" \
       2>&1 | tee "${out}/compare.log"
     exit "${status}"

@@ -87,15 +87,78 @@ void CUDART_CB OnStreamDone(cudaStream_t, cudaError_t status, void* p) {
   callback->pool.schedule(callback->pool.pool, RunStreamCallback, callback);
 }
 
+// Per device, the stream that carries WhenStreamDone's callbacks. A callback
+// holds up the stream it is on until CUDA's callback thread has run it
+// (tens of microseconds), so it goes on this stream, after an event of the
+// op's stream, which runs on.
+std::atomic<cudaStream_t> callback_streams[kMaxDevices];
+
+// With `device` current, as stream and event creation need; restores the
+// caller's current device, which is TensorFlow's.
+template <typename Fn>
+cudaError_t OnDevice(int device, Fn fn) {
+  int current = 0;
+  cudaError_t status = cudaGetDevice(&current);
+  if (status == cudaSuccess && current != device)
+    status = cudaSetDevice(device);
+  if (status != cudaSuccess) return status;
+  status = fn();
+  if (current != device) cudaSetDevice(current);
+  return status;
+}
+
+cudaError_t CallbackStream(int device, cudaStream_t* stream) {
+  *stream = callback_streams[device].load();
+  if (*stream != nullptr) return cudaSuccess;
+  cudaStream_t created = nullptr;
+  const cudaError_t status =
+      cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking);
+  if (status != cudaSuccess) return status;
+  cudaStream_t expected = nullptr;
+  if (callback_streams[device].compare_exchange_strong(expected, created)) {
+    *stream = created;
+  } else {  // another thread created one first
+    cudaStreamDestroy(created);
+    *stream = expected;
+  }
+  return cudaSuccess;
+}
+
+// Everything enqueued on `stream` so far, as a point on the device's
+// callback stream (*waiter).
+cudaError_t WaitOnCallbackStream(cudaStream_t stream, cudaStream_t* waiter) {
+  int device = 0;
+  cudaError_t status = cudaStreamGetDevice(stream, &device);
+  if (status != cudaSuccess) return status;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  cudaEvent_t passed = nullptr;
+  status = OnDevice(device, [&] {
+    const cudaError_t found = CallbackStream(device, waiter);
+    if (found != cudaSuccess) return found;
+    return cudaEventCreateWithFlags(&passed, cudaEventDisableTiming);
+  });
+  if (status != cudaSuccess) return status;
+  status = cudaEventRecord(passed, stream);
+  if (status == cudaSuccess) status = cudaStreamWaitEvent(*waiter, passed, 0);
+  // CUDA frees the event once the wait has passed it.
+  cudaEventDestroy(passed);
+  return status;
+}
+
 }  // namespace
 
 // cudaStreamAddCallback rather than cudaLaunchHostFunc: it runs after a
 // device error too (with the error), so that the op still finishes.
 void WhenStreamDone(const GPUDevice& d, const TfcoThreadPool& pool,
                     TfcoDoneFn fn, void* arg) {
+  cudaStream_t waiter = nullptr;
+  cudaError_t status = WaitOnCallbackStream(StreamOf(d), &waiter);
+  if (status != cudaSuccess) {
+    CheckCuda(status, "WhenStreamDone's event");
+    return;
+  }
   StreamCallback* callback = new StreamCallback{pool, fn, arg};
-  const cudaError_t status =
-      cudaStreamAddCallback(StreamOf(d), OnStreamDone, callback, 0);
+  status = cudaStreamAddCallback(waiter, OnStreamDone, callback, 0);
   if (status != cudaSuccess) {
     delete callback;
     CheckCuda(status, "cudaStreamAddCallback");
