@@ -1,4 +1,5 @@
-/* The C interface of the portable kernels, _portable_kernels.so.
+/* The C interface of the portable kernels,
+ * _tensorflow_customops_portable_kernels.so.
  *
  * The core holds every CPU and CUDA kernel of the library. It includes no
  * TensorFlow header and links no TensorFlow library, so it is compiled once
