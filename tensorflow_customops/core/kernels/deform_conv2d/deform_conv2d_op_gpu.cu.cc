@@ -11,9 +11,13 @@
 // The column gradient's epilogue adds its share to the input gradient with
 // atomics, in an order that varies from run to run (the glue refuses it
 // where TensorFlow's op determinism is enabled), and sums the offset and
-// mask gradients over the offset group's channels in a fixed order. Every
-// other sum runs in a fixed order: the forward over taps, then channels; the
-// filter gradient over images, then pixels; dcol over output channels.
+// mask gradients over the offset group's channels in a fixed order. The
+// float and double filter gradient splits the pixels over blocks, enough to
+// fill the GPU, and adds their partial sums with atomics (a fixed order
+// would need a scratch buffer); half and bfloat16 keep one block per filter
+// tile, so that they round once. Every other sum runs in a fixed order: the
+// forward over taps, then channels; a block's filter gradient over images,
+// then pixels; dcol over output channels.
 
 #if GOOGLE_CUDA
 
@@ -32,13 +36,28 @@ using deform_conv2d::Sample;
 using deform_conv2d::Strides;
 
 // A block owns a kTile x kTile tile of its product; each of its 16 x 16
-// threads the elements (row0 + 16 i, col0 + 16 j), i, j < 4, so that
-// neighbouring threads read neighbouring shared-memory words and write
-// neighbouring channels.
+// threads (tx, ty) the rows RowOf(i) = 4 ty + i, i < 4, which it reads from
+// shared memory with one 16-byte load (two for double), and the columns
+// ColumnOf(j), j < 4: 4 tx + j, one load too, or, for the column gradient,
+// whose epilogue adds to the input gradient with atomics, tx + 16 j, so that
+// neighbouring threads add to neighbouring channels.
 constexpr int kTile = 64;
 constexpr int kSide = 16;
 constexpr int kThreads = kSide * kSide;
 constexpr int kPerThread = kTile / kSide;
+// Shared tiles' rows are kTile + kPad long: 16-byte aligned, and a store
+// down a column meets at most two threads per bank.
+constexpr int kPad = 4;
+
+__device__ int RowOf(int i) {
+  return kPerThread * static_cast<int>(threadIdx.x / kSide) + i;
+}
+
+template <bool kAdjacent>
+__device__ int ColumnOf(int j) {
+  const int tx = static_cast<int>(threadIdx.x % kSide);
+  return kAdjacent ? kPerThread * tx + j : tx + kSide * j;
+}
 // The length of one step along a product's inner dimension.
 constexpr int kStep = 16;
 
@@ -149,19 +168,37 @@ __device__ A ColumnValue(const SharedSample<A>& s, const T* in) {
   return s.m * v;
 }
 
-// acc[i][j] += sum over the step's r < n of a[r][row0 + 16 i] * b[r][col0 +
-// 16 j], r in order.
-template <typename A, int kRowsA, int kRowsB>
-__device__ void MultiplyStep(const A (&a)[kRowsA][kTile + 1],
-                             const A (&b)[kRowsB][kTile], int n,
+// x[i] = p[i], i < 4, from 16-byte aligned shared memory.
+__device__ void Load4(const float* p, float (&x)[4]) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  x[0] = v.x;
+  x[1] = v.y;
+  x[2] = v.z;
+  x[3] = v.w;
+}
+__device__ void Load4(const double* p, double (&x)[4]) {
+  const double2 v = reinterpret_cast<const double2*>(p)[0];
+  const double2 w = reinterpret_cast<const double2*>(p)[1];
+  x[0] = v.x;
+  x[1] = v.y;
+  x[2] = w.x;
+  x[3] = w.y;
+}
+
+// acc[i][j] += sum over the step's r < n of a[r][RowOf(i)] *
+// b[r][ColumnOf<kAdjacent>(j)], r in order.
+template <bool kAdjacent, typename A, int kRowsA, int kRowsB>
+__device__ void MultiplyStep(const A (&a)[kRowsA][kTile + kPad],
+                             const A (&b)[kRowsB][kTile + kPad], int n,
                              A (&acc)[kPerThread][kPerThread]) {
-  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   for (int r = 0; r < n; ++r) {
     A x[kPerThread], y[kPerThread];
+    Load4(&a[r][RowOf(0)], x);
+    if (kAdjacent) {
+      Load4(&b[r][ColumnOf<true>(0)], y);
+    } else {
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      x[i] = a[r][ty + kSide * i];
-      y[i] = b[r][tx + kSide * i];
+      for (int j = 0; j < kPerThread; ++j) y[j] = b[r][ColumnOf<false>(j)];
     }
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
@@ -181,9 +218,9 @@ __global__ void __launch_bounds__(kThreads)
                   const T* __restrict__ mask, T* __restrict__ output) {
   typedef functor::DeformConvAccumulator<T> A;
   __shared__ SharedSample<A> samples[kTile];
-  __shared__ A columns[kStep][kTile + 1];  // [channel][pixel]
-  __shared__ A weights[kStep][kTile];      // [channel][output channel]
-  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  __shared__ __align__(16) A columns[kStep][kTile + kPad];  // [channel][pixel]
+  // [channel][output channel]
+  __shared__ __align__(16) A weights[kStep][kTile + kPad];
   const int64_t p0 = blockIdx.x * int64_t{kTile};
   const int64_t tiles = (g.og + kTile - 1) / kTile;
   const int64_t group = blockIdx.y / tiles;
@@ -218,18 +255,18 @@ __global__ void __launch_bounds__(kThreads)
                 : A(0);
       }
       __syncthreads();
-      MultiplyStep(columns, weights, step, acc);
+      MultiplyStep<true>(columns, weights, step, acc);
       __syncthreads();
     }
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int64_t p = p0 + ty + kSide * i;
+    const int64_t p = p0 + RowOf(i);
     if (p >= g.pixels) continue;
     T* out = output + (p / g.plane) * g.out.n + (p % g.plane) * g.out.y;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
-      const int64_t oc = oc0 + tx + kSide * j;
+      const int64_t oc = oc0 + ColumnOf<true>(j);
       if (oc < oc_end) out[oc * g.out.c] = static_cast<T>(acc[i][j]);
     }
   }
@@ -237,25 +274,34 @@ __global__ void __launch_bounds__(kThreads)
 
 // Block (x, y, z): filter elements of tap k = z % taps, group z / taps, `tile`
 // channels from y * tile within the group by kTile output channels from
-// x * kTile; the inner dimension walks every image's pixels, kStep at a time.
+// (x % tiles) * kTile, where tiles covers the group's output channels; the
+// inner dimension walks the pixels of all images from (x / tiles) * chunk,
+// `chunk` of them (a multiple of kStep), kStep at a time. Where one chunk
+// does not hold every pixel, the block adds its sums with atomics to
+// grad_filter, zeroed before.
 template <typename T, bool kNchw>
 __global__ void __launch_bounds__(kThreads)
-    FilterGradKernel(const Geometry g, const T* __restrict__ input,
-                     const T* __restrict__ offset, const T* __restrict__ mask,
+    FilterGradKernel(const Geometry g, const int64_t chunk,
+                     const T* __restrict__ input, const T* __restrict__ offset,
+                     const T* __restrict__ mask,
                      const T* __restrict__ grad_output,
                      T* __restrict__ grad_filter) {
   typedef functor::DeformConvAccumulator<T> A;
   __shared__ SharedSample<A> samples[kStep];
-  __shared__ A columns[kStep][kTile + 1];  // [pixel][channel]
-  __shared__ A dys[kStep][kTile];          // [pixel][output channel]
-  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  __shared__ __align__(16) A columns[kStep][kTile + kPad];  // [pixel][channel]
+  __shared__ __align__(16)
+      A dys[kStep][kTile + kPad];  // [pixel][output channel]
   const int64_t k = blockIdx.z % g.taps, group = blockIdx.z / g.taps;
   const int64_t ci0 = blockIdx.y * g.tile, c0 = group * g.cg + ci0;
-  const int64_t oc0 = group * g.og + blockIdx.x * int64_t{kTile};
+  const int64_t tiles = (g.og + kTile - 1) / kTile;
+  const int64_t oc0 = group * g.og + (blockIdx.x % tiles) * kTile;
   const int64_t oc_end = (group + 1) * g.og;
+  const int64_t begin = (blockIdx.x / tiles) * chunk;
+  const int64_t end = begin + chunk < g.pixels ? begin + chunk : g.pixels;
+  const bool atomic = chunk < g.pixels;
   const int tile = static_cast<int>(g.tile);
   A acc[kPerThread][kPerThread] = {};
-  for (int64_t p0 = 0; p0 < g.pixels; p0 += kStep) {
+  for (int64_t p0 = begin; p0 < end; p0 += kStep) {
     if (threadIdx.x < kStep) {
       LoadSample(g, offset, mask, p0 + threadIdx.x, k, c0 / g.cog,
                  &samples[threadIdx.x]);
@@ -276,19 +322,22 @@ __global__ void __launch_bounds__(kThreads)
               : A(0);
     }
     __syncthreads();
-    MultiplyStep(columns, dys, kStep, acc);
+    MultiplyStep<true>(columns, dys, kStep, acc);
     __syncthreads();
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int ci = ty + kSide * i;
+    const int ci = RowOf(i);
     if (ci >= tile) continue;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
-      const int64_t oc = oc0 + tx + kSide * j;
-      if (oc < oc_end) {
-        grad_filter[(k * g.cg + ci0 + ci) * g.a.o + oc] =
-            static_cast<T>(acc[i][j]);
+      const int64_t oc = oc0 + ColumnOf<true>(j);
+      if (oc >= oc_end) continue;
+      T* at = grad_filter + (k * g.cg + ci0 + ci) * g.a.o + oc;
+      if (atomic) {
+        GpuAtomicAdd(at, static_cast<T>(acc[i][j]));
+      } else {
+        *at = static_cast<T>(acc[i][j]);
       }
     }
   }
@@ -311,9 +360,11 @@ __global__ void __launch_bounds__(kThreads)
                      T* __restrict__ grad_mask) {
   typedef functor::DeformConvAccumulator<T> A;
   __shared__ SharedSample<A> samples[kTile];
-  __shared__ A dys[kStep][kTile + 1];  // [output channel][pixel]
-  __shared__ A weights[kStep][kTile];  // [output channel][channel]
-  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  __shared__ __align__(16)
+      A dys[kStep][kTile + kPad];  // [output channel][pixel]
+  // [output channel][channel]
+  __shared__ __align__(16) A weights[kStep][kTile + kPad];
+  const int tx = threadIdx.x % kSide;
   const int64_t p0 = blockIdx.x * int64_t{kTile};
   const int64_t k = blockIdx.y % g.taps, offset_group = blockIdx.y / g.taps;
   const int tile = static_cast<int>(g.tile);
@@ -322,7 +373,7 @@ __global__ void __launch_bounds__(kThreads)
                &samples[threadIdx.x]);
   }
   __syncthreads();
-  // Per pixel ty + 16 i: the offset (y, x) and mask gradient sums, kept by
+  // Per pixel RowOf(i): the offset (y, x) and mask gradient sums, kept by
   // the row's thread tx = 0.
   A sums[kPerThread][3] = {};
   for (int64_t c0 = offset_group * g.cog; c0 < (offset_group + 1) * g.cog;
@@ -350,16 +401,16 @@ __global__ void __launch_bounds__(kThreads)
                 : A(0);
       }
       __syncthreads();
-      MultiplyStep(dys, weights, n, acc);
+      MultiplyStep<false>(dys, weights, n, acc);
       __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
-      const SharedSample<A>& s = samples[ty + kSide * i];
+      const SharedSample<A>& s = samples[RowOf(i)];
       A part[3] = {};
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
-        const int ci = tx + kSide * j;
+        const int ci = ColumnOf<false>(j);
         if (!s.real || ci >= tile || !s.near || s.nan) continue;
         const int64_t at = s.image + (c0 + ci) * g.in.c;
         const A dc = acc[i][j];
@@ -394,9 +445,9 @@ __global__ void __launch_bounds__(kThreads)
   if (tx != 0) return;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const SharedSample<A>& s = samples[ty + kSide * i];
+    const SharedSample<A>& s = samples[RowOf(i)];
     if (!s.real) continue;
-    const int64_t p = p0 + ty + kSide * i;
+    const int64_t p = p0 + RowOf(i);
     const int64_t image = p / g.plane, pixel = p % g.plane;
     const int64_t tap = offset_group * g.taps + k;
     const A nan = Eigen::NumTraits<A>::quiet_NaN();
@@ -471,11 +522,35 @@ struct DeformableConv2dGrad<GPUDevice, T> {
           dim3(Blocks(g.pixels, kTile), static_cast<unsigned>(taps)),
           dim3(kThreads), d, g, input, filter, offset, mask, grad_output,
           grad_input, grad_offset, grad_mask);
-      LaunchGpuKernel(
-          FilterGradKernel<T, decltype(nchw)::value>,
-          dim3(Blocks(g.og, kTile), static_cast<unsigned>(g.cg / g.tile),
-               static_cast<unsigned>(g.taps * args.groups)),
-          dim3(kThreads), d, g, input, offset, mask, grad_output, grad_filter);
+      const auto kernel = FilterGradKernel<T, decltype(nchw)::value>;
+      const int64_t tiles = Blocks(g.og, kTile);
+      const int64_t steps = Blocks(g.pixels, kStep);
+      int64_t per_block = steps;
+      if (std::is_same<T, functor::DeformConvAccumulator<T>>::value) {
+        // Enough chunks of the pixels for about four grids of the blocks
+        // the GPU holds at once, so that the last grid's tail is short.
+        int resident = 1;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &resident, kernel, kThreads, 0) != cudaSuccess) {
+          resident = 1;
+        }
+        const int64_t target =
+            int64_t{4} * d.getNumGpuMultiProcessors() * std::max(1, resident);
+        const int64_t blocks = tiles * (g.cg / g.tile) * g.taps * args.groups;
+        const int64_t chunks =
+            std::min(steps, std::max<int64_t>(1, target / blocks));
+        per_block = (steps + chunks - 1) / chunks;
+      }
+      const int64_t chunks = (steps + per_block - 1) / per_block;
+      if (chunks > 1) {
+        ZeroGpuMemory(d, grad_filter, g.taps * g.cg * args.o * sizeof(T));
+      }
+      LaunchGpuKernel(kernel,
+                      dim3(static_cast<unsigned>(tiles * chunks),
+                           static_cast<unsigned>(g.cg / g.tile),
+                           static_cast<unsigned>(g.taps * args.groups)),
+                      dim3(kThreads), d, g, per_block * kStep, input, offset,
+                      mask, grad_output, grad_filter);
     });
   }
 };
