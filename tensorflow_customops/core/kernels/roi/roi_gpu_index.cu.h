@@ -92,12 +92,13 @@ void ZeroFeatures(const GPUDevice& d, const RoiArgs& args, T* data) {
   ZeroGpuMemory(d, data, s.batch * s.height * s.width * s.channels * sizeof(T));
 }
 
-// Calls launch(I(), std::integral_constant<int, V>()) for an align kernel
-// over `args`: I from WithIndexType, and V outputs per thread (see
+// Calls launch(I(), std::integral_constant<int, V>()) for an align or pool
+// kernel over `args`: I from WithIndexType, and V outputs per thread (see
 // DecodePooledGroup). V channels of one bin share every sample position and
-// weight, and the box and bilinear arithmetic is most of the kernels'
-// instructions, so a thread takes four channels where the channel count
-// allows it; each channel is still summed in the same order as alone.
+// weight (or the bin's bounds), and the box and bilinear arithmetic and the
+// index decoding are most of the kernels' instructions, so a thread takes
+// four channels where the channel count allows it; each channel is still
+// summed (or scanned) in the same order as alone.
 template <typename Args, typename F>
 void WithChannelGroups(const Args& args, F&& launch) {
   constexpr int kGrouped = 4;

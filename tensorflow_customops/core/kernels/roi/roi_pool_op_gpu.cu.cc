@@ -19,58 +19,92 @@ namespace customops {
 
 namespace {
 
-template <typename T, typename B, typename I>
-__global__ void RoiPoolKernel(I size, roi::RoiArgs args,
+// Each thread pools the V channels of a channel group (DecodePooledGroup),
+// which share the bin's bounds, its loops and its decoded index; each channel
+// is still scanned in the same order as alone. I, the index type
+// (WithIndexType), also holds the offsets within one image.
+template <typename T, typename B, typename I, int V>
+__global__ void RoiPoolKernel(I groups, roi::RoiArgs args,
                               const T* __restrict__ features,
                               const B* __restrict__ rois,
                               T* __restrict__ pooled,
                               int32_t* __restrict__ argmax) {
   typedef typename roi::AccumulatorType<T>::type A;
   const roi::Layout& in = args.features_layout;
-  for (I i : GpuGridRangeX<I>(size)) {
-    const roi::PooledIndex idx =
-        roi::DecodePooled(i, args, args.shape.out_channels);
+  const I step = static_cast<I>(args.shape.out_channels / V);
+  const I out_stride = step * static_cast<I>(args.pooled_layout.c_stride);
+  const I in_stride = step * static_cast<I>(in.c_stride);
+  const I h_stride = static_cast<I>(in.h_stride);
+  const I w_stride = static_cast<I>(in.w_stride);
+  const I width = static_cast<I>(args.shape.width);
+  for (I g : GpuGridRangeX<I>(groups)) {
+    I first;
+    const roi::PooledIndex idx = roi::DecodePooledGroup<V>(g, args, &first);
     const B* roi = rois + idx.k * 5;
     roi::BinRange h, w;
     roi::PoolBins<A>(args, roi, idx.ph, idx.pw, &h, &w);
     const bool empty = h.end <= h.start || w.end <= w.start;
-    A best = empty ? A(0) : A(-FLT_MAX);
-    int32_t best_index = -1;
+    A best[V];
+    int32_t best_index[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      best[j] = empty ? A(0) : A(-FLT_MAX);
+      best_index[j] = -1;
+    }
     const T* channel = features + static_cast<int64_t>(roi[0]) * in.n_stride +
                        idx.c * in.c_stride;
-    for (int64_t y = h.start; y < h.end; ++y) {
-      for (int64_t x = w.start; x < w.end; ++x) {
-        const A v = static_cast<A>(channel[y * in.h_stride + x * in.w_stride]);
-        if (v > best) {
-          best = v;
-          best_index = static_cast<int32_t>(y * args.shape.width + x);
+    for (I y = static_cast<I>(h.start); y < static_cast<I>(h.end); ++y) {
+      for (I x = static_cast<I>(w.start); x < static_cast<I>(w.end); ++x) {
+        const I at = y * h_stride + x * w_stride;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const A v = static_cast<A>(channel[at + j * in_stride]);
+          if (v > best[j]) {
+            best[j] = v;
+            best_index[j] = static_cast<int32_t>(y * width + x);
+          }
         }
       }
     }
-    pooled[i] = static_cast<T>(best);
-    argmax[i] = best_index;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      pooled[first + j * out_stride] = static_cast<T>(best[j]);
+      argmax[first + j * out_stride] = best_index[j];
+    }
   }
 }
 
-template <typename T, typename B, typename I>
-__global__ void RoiPoolGradKernel(I size, roi::RoiArgs args,
+// The V outputs of a channel group (as RoiPoolKernel's) add into their
+// argmax pixels. Every layout has h_stride == width * w_stride, so pixel
+// y * width + x sits at offset argmax * w_stride without dividing.
+template <typename T, typename B, typename I, int V>
+__global__ void RoiPoolGradKernel(I groups, roi::RoiArgs args,
                                   const T* __restrict__ grads,
                                   const B* __restrict__ rois,
                                   const int32_t* __restrict__ argmax,
                                   T* __restrict__ grad_features) {
   const roi::Layout& in = args.features_layout;
-  const int64_t area = args.shape.height * args.shape.width;
-  for (I i : GpuGridRangeX<I>(size)) {
-    const int32_t index = argmax[i];
-    // argmax was not validated on the host (it lives on the device): skip
-    // anything that is not a pixel of the map.
-    if (index < 0 || index >= area) continue;
-    const roi::PooledIndex idx =
-        roi::DecodePooled(i, args, args.shape.out_channels);
-    const int64_t n = static_cast<int64_t>(rois[idx.k * 5]);
-    GpuAtomicAdd(grad_features + in.Offset(n, index / args.shape.width,
-                                           index % args.shape.width, idx.c),
-                 grads[i]);
+  const int32_t area =
+      static_cast<int32_t>(args.shape.height * args.shape.width);
+  const I step = static_cast<I>(args.shape.out_channels / V);
+  const I out_stride = step * static_cast<I>(args.pooled_layout.c_stride);
+  const I in_stride = step * static_cast<I>(in.c_stride);
+  const I w_stride = static_cast<I>(in.w_stride);
+  for (I g : GpuGridRangeX<I>(groups)) {
+    I first;
+    const roi::PooledIndex idx = roi::DecodePooledGroup<V>(g, args, &first);
+    T* channel = grad_features +
+                 static_cast<int64_t>(rois[idx.k * 5]) * in.n_stride +
+                 idx.c * in.c_stride;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int32_t index = argmax[first + j * out_stride];
+      // argmax was not validated on the host (it lives on the device): skip
+      // anything that is not a pixel of the map.
+      if (index < 0 || index >= area) continue;
+      GpuAtomicAdd(channel + static_cast<I>(index) * w_stride + j * in_stride,
+                   grads[first + j * out_stride]);
+    }
   }
 }
 
@@ -146,9 +180,11 @@ struct RoiPool<GPUDevice, T, B> {
                   const T* features, const B* rois, T* pooled,
                   int32_t* argmax) {
     const int64_t size = roi::PooledSize(args);
-    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+    roi::WithChannelGroups(args, [&](auto index, auto channels) {
       typedef decltype(index) I;
-      LaunchGpuLoop(RoiPoolKernel<T, B, I>, size, d, static_cast<I>(size), args,
+      constexpr int V = decltype(channels)::value;
+      const I groups = static_cast<I>(size / V);
+      LaunchGpuLoop(RoiPoolKernel<T, B, I, V>, groups, d, groups, args,
                     features, rois, pooled, argmax);
     });
   }
@@ -161,10 +197,12 @@ struct RoiPoolGrad<GPUDevice, T, B> {
     roi::ZeroFeatures(d, args, grad_features);
     const int64_t size = roi::PooledSize(args);
     if (size == 0) return;  // no boxes: the gradient is all zeros
-    roi::WithIndexType(size, args.features_layout, [&](auto index) {
+    roi::WithChannelGroups(args, [&](auto index, auto channels) {
       typedef decltype(index) I;
-      LaunchGpuLoop(RoiPoolGradKernel<T, B, I>, size, d, static_cast<I>(size),
-                    args, grads, rois, argmax, grad_features);
+      constexpr int V = decltype(channels)::value;
+      const I groups = static_cast<I>(size / V);
+      LaunchGpuLoop(RoiPoolGradKernel<T, B, I, V>, groups, d, groups, args,
+                    grads, rois, argmax, grad_features);
     });
   }
 };
