@@ -1,7 +1,8 @@
 """The gpu_check executable (built under --config=cuda): it needs no
 TensorFlow library, it has a runner for every op and XLA custom call with
-cases and cases for every one it has a runner for, and it runs every case
-where a GPU is present, or says there is none and fails."""
+cases and cases for every one it has a runner for, its XLA handlers are the
+CUDA handlers the XLA library registers with TensorFlow, and it runs every
+case where a GPU is present, or says there is none and fails."""
 
 import os
 import subprocess
@@ -42,11 +43,14 @@ class GpuCheckTest(tf.test.TestCase):
             sorted(set(listed) - with_cases), [], "runners or handlers without cases"
         )
         self.assertEqual(sorted(with_cases - set(listed)), [], "cases without runners")
+        # The CUDA handlers the XLA library registered with TensorFlow's XLA
+        # (build_info): one in a library outside TFCO_FFI_HANDLERS (ops.bzl)
+        # would be missing from gpu_check.
         handlers = [op for op in listed if op.startswith("xla:")]
+        registered = tfco.build_info()["xla_ffi_handlers"].get("CUDA", [])
+        self.assertEqual(handlers, [f"xla:{target}" for target in registered])
         if tfco.build_info()["xla_custom_call_api"] == "typed_ffi":
             self.assertNotEmpty(handlers)
-        else:
-            self.assertEmpty(handlers)
 
     def test_runs_every_case_or_says_no_device(self):
         cases = make_cases.all_cases()

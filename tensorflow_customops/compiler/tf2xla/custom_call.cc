@@ -11,7 +11,9 @@ extern "C" __attribute__((visibility("default"))) int TfcoXlaCustomCalls() {
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -200,10 +202,56 @@ ffi::Error FfiError(const Status& status) {
 }
 
 #if TFCO_XLA_FFI
-const XLA_FFI_Api* TfcoFfiApi() { return xla::ffi::GetXlaFfiApi(); }
+namespace {
+
+// The handlers registered through TfcoFfiApi(), "<platform>:<name>" (the
+// library's static initialisers register them all before any other call).
+std::vector<std::string>& RegisteredHandlers() {
+  static auto* names = new std::vector<std::string>;
+  return *names;
+}
+
+XLA_FFI_Handler_Register* process_register = nullptr;
+
+XLA_FFI_Error* RecordRegistration(XLA_FFI_Handler_Register_Args* args) {
+  XLA_FFI_Error* error = process_register(args);
+  if (error == nullptr) {
+    RegisteredHandlers().push_back(
+        absl::StrCat(absl::string_view(args->platform.ptr, args->platform.len),
+                     ":", absl::string_view(args->name.ptr, args->name.len)));
+  }
+  return error;
+}
+
+}  // namespace
+
+// The process's registry, whose registrations are recorded on the way, so
+// that build_info() lists the handlers this library gave XLA and
+// tools/gpu_check's test can hold gpu_check's list of CUDA handlers to it.
+const XLA_FFI_Api* TfcoFfiApi() {
+  static const XLA_FFI_Api* api = [] {
+    const XLA_FFI_Api* process = xla::ffi::GetXlaFfiApi();
+    process_register = process->XLA_FFI_Handler_Register;
+    auto* recording = new XLA_FFI_Api(*process);
+    recording->XLA_FFI_Handler_Register = RecordRegistration;
+    return recording;
+  }();
+  return api;
+}
 #endif
 
 }  // namespace customops
 }  // namespace tensorflow
+
+#if TFCO_XLA_FFI
+// The typed-FFI handlers this library registered, "<platform>:<name>", one a
+// line; the package reports them in build_info().
+extern "C" __attribute__((visibility("default"))) const char*
+TfcoXlaFfiHandlers() {
+  static const std::string* joined = new std::string(
+      absl::StrJoin(tensorflow::customops::RegisteredHandlers(), "\n"));
+  return joined->c_str();
+}
+#endif
 
 #endif  // TFCO_XLA_CUSTOM_CALLS

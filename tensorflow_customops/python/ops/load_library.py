@@ -188,6 +188,22 @@ def xla_custom_call_api():
     return _CUSTOM_CALL_APIS[library.TfcoXlaCustomCalls()]
 
 
+@functools.cache
+def xla_ffi_handlers():
+    """The handlers the loaded XLA lowerings registered with XLA's typed FFI
+    (TensorFlow 2.20 and newer), as {platform: sorted custom-call targets},
+    platform "Host" or "CUDA" (--config=cuda builds); {} otherwise."""
+    if xla_custom_call_api() != "typed_ffi":
+        return {}
+    listed = ctypes.CDLL(library_path(XLA_LIBRARY_NAME)).TfcoXlaFfiHandlers
+    listed.restype = ctypes.c_char_p
+    handlers = {}
+    for line in listed().decode().splitlines():
+        platform, target = line.split(":", 1)
+        handlers.setdefault(platform, []).append(target)
+    return {platform: sorted(targets) for platform, targets in handlers.items()}
+
+
 def xla_custom_calls():
     """Whether the loaded XLA lowerings call the library's own CPU kernels
     rather than build HLO only; False without XLA lowerings."""
@@ -286,9 +302,11 @@ def build_info():
       jit_compile), `xla_unavailable_reason` (why not, or ""),
       `xla_custom_calls` (whether, on CPU, the ops whose lowerings make
       custom calls compile to calls into their own kernels rather than to
-      HLO) and `xla_custom_call_api` (through which XLA interface: "typed_ffi"
+      HLO), `xla_custom_call_api` (through which XLA interface: "typed_ffi"
       on TensorFlow 2.20 and newer, "legacy" on 2.12 to 2.19, "" for none;
-      their errors differ: docs/xla.md).
+      their errors differ: docs/xla.md) and `xla_ffi_handlers` (with typed
+      FFI, the custom-call targets the library registered, by platform:
+      {"Host": [...], "CUDA": [...]}; else {}).
     """
     xla, xla_reason = xla_status()
     return {
@@ -306,4 +324,5 @@ def build_info():
         "xla_unavailable_reason": xla_reason,
         "xla_custom_calls": xla_custom_calls(),
         "xla_custom_call_api": xla_custom_call_api(),
+        "xla_ffi_handlers": xla_ffi_handlers(),
     }

@@ -221,6 +221,7 @@ class LoadLibraryTest(tf.test.TestCase):
                 "xla_unavailable_reason",
                 "xla_custom_calls",
                 "xla_custom_call_api",
+                "xla_ffi_handlers",
             },
         )
         self.assertEqual(info["xla"], build_info.XLA)
@@ -233,6 +234,16 @@ class LoadLibraryTest(tf.test.TestCase):
         self.assertEqual(info["xla_custom_calls"], custom_calls)
         api = "typed_ffi" if release >= (2, 20) else "legacy"
         self.assertEqual(info["xla_custom_call_api"], api if custom_calls else "")
+        # xla_test holds the host handlers to the lowerings' targets, and
+        # tools/gpu_check's test the CUDA ones to gpu_check's.
+        handlers = info["xla_ffi_handlers"]
+        if info["xla_custom_call_api"] == "typed_ffi":
+            self.assertNotEmpty(handlers["Host"])
+            self.assertLessEqual(
+                set(handlers), {"Host", "CUDA"} if info["cuda"] else {"Host"}
+            )
+        else:
+            self.assertEqual(handlers, {})
         self.assertEqual(info["xla_unavailable_reason"] == "", info["xla"])
         self.assertEqual(info["version"], tfco.__version__)
         self.assertEqual(info["tf_running_version"], tf.__version__)

@@ -9,6 +9,7 @@ either order with a jit compilation."""
 
 import functools
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -210,6 +211,24 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
             "legacy": "API_VERSION_STATUS_RETURNING_UNIFIED",
         }[api]
         self.assertRegex(hlo, rf'custom_call_target="tfco_\w+".*api_version={version}')
+
+    def test_host_handlers_are_the_lowerings_targets(self):
+        # build_info() lists the handlers the library registered with XLA
+        # (custom_call.cc records them): each must be a target that some op's
+        # forward or gradient lowers to, and each such target registered.
+        handlers = tfco.build_info()["xla_ffi_handlers"].get("Host")
+        if not handlers:
+            self.skipTest("this build registers no typed-FFI handlers")
+        targets = set()
+        for entry in _cases(supported=True, custom_call_only=True):
+            case = entry["case"]
+            tensors, _ = case.tensors(tf.float32)
+            run = _forward_and_gradient(case, _weights(case, tf.float32))
+            hlo = tf.function(run, jit_compile=True).experimental_get_compiler_ir(
+                *tensors
+            )(stage="hlo")
+            targets.update(re.findall(r'custom_call_target="(\w+)"', hlo))
+        self.assertEqual(sorted(targets), handlers)
 
     @_each(_cases(supported=True, custom_call_only=True))
     def test_lowering_is_a_custom_call_unless_hlo_is_asked_for(self, op, case):
