@@ -15,6 +15,7 @@
                          (and its C API, with tf_cc)
   tfco_cuda_binary       a CUDA program of GPU kernels that needs no TensorFlow
   tfco_cudart_library    the CUDA runtime, linked statically
+  tfco_cuda_emulation_runtime  the CPU emulation's CUDA runtime (--config=cuda_emulation)
   tfco_py_test           a Python test that uses the ops
   tfco_build_info        the module recording how the library was built
   tfco_cuda_code_header  the header naming the GPU code the CUDA compiler writes
@@ -29,6 +30,7 @@ load(
     "//tensorflow_customops/build_defs:cuda.bzl",
     _tfco_cuda_binary = "tfco_cuda_binary",
     _tfco_cuda_code_header = "tfco_cuda_code_header",
+    _tfco_cuda_emulation_runtime = "tfco_cuda_emulation_runtime",
     _tfco_cudart_library = "tfco_cudart_library",
 )
 load(
@@ -61,6 +63,7 @@ tfco_cc_library = _tfco_cc_library
 tfco_cc_test = _tfco_cc_test
 tfco_cuda_binary = _tfco_cuda_binary
 tfco_cuda_code_header = _tfco_cuda_code_header
+tfco_cuda_emulation_runtime = _tfco_cuda_emulation_runtime
 tfco_cudart_library = _tfco_cudart_library
 tfco_custom_op_library = _tfco_custom_op_library
 tfco_kernel_library = _tfco_kernel_library

@@ -1,6 +1,8 @@
 """CUDA: the GPU sources of the portable kernels compiled by nvcc
-(--config=cuda) or clang 16 (--config=cuda12), the CUDA runtime linked
-statically, and CUDA programs that need no TensorFlow."""
+(--config=cuda), clang 16 (--config=cuda12) or, for the CPU emulation of
+tools/gpu_check/emulation, the host compiler (--config=cuda_emulation); the
+CUDA runtime linked statically (or the emulation's), and CUDA programs that
+need no TensorFlow."""
 
 load(
     "@local_config_tf//:build_defs.bzl",
@@ -16,9 +18,11 @@ load(
     "//tensorflow_customops/build_defs:flags.bzl",
     "CORE_DEFINES",
     "CUDART",
+    "CORE_COPTS",
     "CUDA_ONLY",
     "USING_CUDA",
     "USING_CUDA12",
+    "USING_CUDA_EMULATION",
 )
 
 def _gencode_flags():
@@ -111,10 +115,29 @@ def _clang_cuda_command(src):
         "-o $@ $(location %s)" % src,
     ])
 
+_EMULATION = "//tools/gpu_check/emulation:"
+_EMULATION_HEADERS = [_EMULATION + "include/cuda_runtime.h", _EMULATION + "include/cuda_runtime_api.h"]
+
+def _emulation_command(src):
+    """--config=cuda_emulation: the host compiler, with the emulation's CUDA
+    runtime header in place of CUDA's. Its shared memory is a static the
+    kernel's barriers must not be optimised across (include/cuda_runtime.h):
+    no IPA reference analysis."""
+    return " ".join([
+        "$(CC) -c -x c++ -O2 -DNDEBUG -DGOOGLE_CUDA=1",
+        " ".join(CORE_DEFINES),
+        "-ffp-contract=off -fno-ipa-reference",
+        "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
+        "-isystem $$(dirname $(location %s))" % _EMULATION_HEADERS[0],
+        "-isystem external/local_config_tf/eigen",
+        "-I. -I$(GENDIR)",
+        "-o $@ $(location %s)" % src,
+    ])
+
 def nvcc_objects(name, gpu_srcs, hdrs):
     """One genrule per .cu.cc file of the portable kernels, compiled by nvcc
-    (--config=cuda) or clang 16 (--config=cuda12); built only when --config
-    needs it."""
+    (--config=cuda), clang 16 (--config=cuda12) or the host compiler
+    (--config=cuda_emulation); built only when --config needs it."""
     objects = []
     for src in gpu_srcs:
         obj = "%s_%s.o" % (name, src.replace("/", "_").replace(".cu.cc", ""))
@@ -122,13 +145,16 @@ def nvcc_objects(name, gpu_srcs, hdrs):
             name = obj.replace(".", "_"),
             srcs = [src] + hdrs + ["@local_config_tf//:eigen_headers"] + select({
                 USING_CUDA12: [_CLANG_CUDA_COMPAT],
+                USING_CUDA_EMULATION: _EMULATION_HEADERS,
                 "//conditions:default": [],
             }),
             outs = [obj],
             cmd = select({
                 USING_CUDA12: _clang_cuda_command(src),
+                USING_CUDA_EMULATION: _emulation_command(src),
                 "//conditions:default": _nvcc_command(src),
             }),
+            toolchains = ["@bazel_tools//tools/cpp:current_cc_toolchain"],
             # Left out of `//...` unless --config=cuda selects it.
             tags = ["manual"],
             message = "CUDA " + src,
@@ -182,9 +208,11 @@ _CUDART_ARCHIVE = "@local_config_tf//:cudart_static_archive"
 _CUDART_CUDA12_ARCHIVE = "@local_config_tf//:cudart_static_archive_cuda12"
 
 def tfco_cudart_library(name, **kwargs):
-    """The CUDA runtime (nvcc's, or CUDA 12.9's under --config=cuda12), linked statically, with its calls into glibc bound
-    to versions glibc 2.17 has (tools/glibc_compat.py says why), so that the
-    portable kernels keep the glibc floor of the rest of the wheel.
+    """The CUDA runtime (nvcc's, or CUDA 12.9's under --config=cuda12), linked
+    statically, with its calls into glibc bound to versions glibc 2.17 has
+    (tools/glibc_compat.py says why), so that the portable kernels keep the
+    glibc floor of the rest of the wheel; under --config=cuda_emulation, the
+    emulation's runtime (tools/gpu_check/emulation).
 
     Args:
       name: target name.
@@ -211,7 +239,14 @@ def tfco_cudart_library(name, **kwargs):
     )
     native.cc_library(
         name = name,
-        srcs = [name + "_glibc_compat.a", name + "_glibc_compat.S"],
+        srcs = select({
+            USING_CUDA_EMULATION: [],
+            "//conditions:default": [name + "_glibc_compat.a", name + "_glibc_compat.S"],
+        }),
+        deps = select({
+            USING_CUDA_EMULATION: [_EMULATION + "runtime"],
+            "//conditions:default": [],
+        }),
         # On a glibc older than 2.34 the rebound functions live in these.
         linkopts = [
             "-Wl,--push-state,--no-as-needed",
@@ -221,6 +256,26 @@ def tfco_cudart_library(name, **kwargs):
             "-Wl,--pop-state",
         ],
         alwayslink = 1,
+        target_compatible_with = CUDA_ONLY,
+        **kwargs
+    )
+
+def tfco_cuda_emulation_runtime(name, srcs, **kwargs):
+    """The CUDA runtime of --config=cuda_emulation (tools/gpu_check/emulation),
+    compiled as the portable kernels are, which link it in place of CUDA's.
+
+    Args:
+      name: target name.
+      srcs: its sources, and the CUDA headers it stands in for: private, as
+        only the genrules of nvcc_objects read them, so that the host sources
+        of the kernels have the same inputs as under --config=cuda, and Bazel
+        does not compile them again.
+      **kwargs: passed to cc_library (visibility, ...).
+    """
+    native.cc_library(
+        name = name,
+        srcs = srcs,
+        copts = CORE_COPTS,
         target_compatible_with = CUDA_ONLY,
         **kwargs
     )

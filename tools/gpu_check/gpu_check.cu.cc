@@ -163,7 +163,12 @@ int StreamDoneCheck(bool fault) {
   HeldPool held;
   const TfcoDevice device{held.pool(), stream};
   Called called;
-  if (fault) SpinThenTrap<<<1, 1, 0, stream>>>(100 * 1000 * 1000);
+  if (fault) {
+    long long cycles = 100 * 1000 * 1000;
+    void* args[] = {&cycles};
+    Check(cudaLaunchKernel(SpinThenTrap, dim3(1), dim3(1), args, 0, stream),
+          "cudaLaunchKernel");
+  }
   CheckCore(TfcoWhenStreamDone(&device, &Called::Fn, &called));
   bool ok = true;
   if (!fault) {

@@ -48,13 +48,14 @@ void LaunchGpuKernel(void (*kernel)(Params...), dim3 blocks, dim3 threads,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "wrong number of kernel arguments");
   // cudaLaunchKernel reads each argument through a pointer to a value of
-  // exactly the parameter's type.
+  // exactly the parameter's type. Its typed overload, which the CPU
+  // emulation (tools/gpu_check/emulation) needs to call the kernel.
   std::tuple<std::decay_t<Params>...> values(args...);
   const cudaError_t status = std::apply(
       [&](auto&... value) {
         void* pointers[] = {static_cast<void*>(&value)...};
-        return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), blocks,
-                                threads, pointers, 0, StreamOf(d));
+        return cudaLaunchKernel(kernel, blocks, threads, pointers, 0,
+                                StreamOf(d));
       },
       values);
   CheckCuda(status, "GPU kernel launch");
