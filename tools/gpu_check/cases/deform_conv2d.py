@@ -24,6 +24,11 @@ _DCN_CASES = [
     ("empty_batch", 0, 4, 5, 5, 2, 3, 3, 1, 1, (1, 1), (1, 1), (1, 1), True),
     # More than one tile of the GPU kernels' products along every dimension.
     ("wide", 1, 96, 10, 9, 80, 3, 3, 1, 2, (1, 1), (1, 1), (1, 1), True),
+    # The float and float64 filter gradient splits the pixels over blocks
+    # that add their sums with atomics; on a GPU of 132 multiprocessors (an
+    # H100's, an H200's, the emulation's), each block's chunk here spans
+    # several steps, as on the benchmark's case.
+    ("split", 1, 64, 24, 24, 64, 3, 3, 4, 1, (1, 1), (1, 1), (1, 1), True),
 ]
 # The cases also run as the custom calls XLA compiles the ops to, through
 # their CUDA handlers, where the build has them (typed FFI).

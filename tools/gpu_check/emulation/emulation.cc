@@ -20,7 +20,6 @@
 
 #include <signal.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,7 +56,7 @@ struct TfcoEmulatedEvent {
 namespace tfco_emulation {
 namespace {
 
-constexpr int kMultiprocessors = 2;
+constexpr int kMultiprocessors = 132;
 // The newest architecture the build has code for.
 constexpr int kCapability = TFCO_CUDA_PTX != 0 ? TFCO_CUDA_PTX : 90;
 constexpr unsigned kMaxThreads = 1024;
@@ -108,6 +107,33 @@ class DeviceAccess {
 
 // --- Fibers.
 
+// Saves the callee-saved registers and stack pointer of the running context
+// in *from and resumes the one saved in `to`. glibc's swapcontext would also
+// save the signal mask, a system call at each of the millions of switches.
+extern "C" void TfcoEmulationSwitch(void** from, void* to);
+asm(R"(
+  .text
+  .globl TfcoEmulationSwitch
+  .type TfcoEmulationSwitch, @function
+TfcoEmulationSwitch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size TfcoEmulationSwitch, .-TfcoEmulationSwitch
+)");
+
 enum class State {
   kRunnable,
   kAtBlockBarrier,
@@ -117,7 +143,7 @@ enum class State {
 };
 
 struct Fiber {
-  ucontext_t context;
+  void* context = nullptr;  // its saved stack pointer
   char* stack = nullptr;
   State state = State::kDone;
   uint3 index;
@@ -133,13 +159,15 @@ struct Kernel {
 Kernel kernel;
 std::vector<Fiber> fibers(kMaxThreads);
 Fiber* current = nullptr;
-ucontext_t scheduler;
+void* scheduler = nullptr;
 char warp_slots[kMaxThreads / 32][32][8];
 
-void FiberMain() {
+[[noreturn]] void FiberMain() {
   kernel.body(kernel.closure);
   current->state = State::kDone;
-}  // resumes `scheduler` (uc_link)
+  TfcoEmulationSwitch(&current->context, scheduler);
+  std::abort();  // a finished fiber is never resumed
+}
 
 char* NewStack() {
   // A guard page below, where the stack would overflow into.
@@ -152,10 +180,21 @@ char* NewStack() {
   return static_cast<char*>(map) + kPage;
 }
 
+// A context that starts FiberMain on `stack`: six zero registers and its
+// address, which TfcoEmulationSwitch pops, above them an empty return
+// address, so FiberMain starts with the stack aligned as after a call.
+void* StartContext(char* stack) {
+  void** top = reinterpret_cast<void**>(stack + kStackBytes);
+  top[-1] = nullptr;
+  top[-2] = reinterpret_cast<void*>(&FiberMain);
+  for (int i = 3; i <= 8; ++i) top[-i] = nullptr;
+  return top - 8;
+}
+
 void SwitchTo(Fiber* f) {
   current = f;
   threadIdx = f->index;
-  if (swapcontext(&scheduler, &f->context) != 0) std::abort();
+  TfcoEmulationSwitch(&scheduler, f->context);
   current = nullptr;
 }
 
@@ -167,7 +206,7 @@ void Park(State state) {
   }
   Fiber* self = current;
   self->state = state;
-  if (swapcontext(&self->context, &scheduler) != 0) std::abort();
+  TfcoEmulationSwitch(&self->context, scheduler);
 }
 
 void ReportBlock(const char* problem) {
@@ -185,11 +224,7 @@ bool RunBlock(unsigned threads, bool reverse) {
   for (unsigned t = 0; t < threads; ++t) {
     Fiber& f = fibers[t];
     if (f.stack == nullptr) f.stack = NewStack();
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack;
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &scheduler;
-    makecontext(&f.context, FiberMain, 0);
+    f.context = StartContext(f.stack);
     f.state = State::kRunnable;
     f.linear = t;
     f.index = {t % blockDim.x, t / blockDim.x % blockDim.y,
@@ -282,11 +317,20 @@ void InstallFaultReport() {
   static const bool installed = [] {
     struct sigaction action = {};
     action.sa_sigaction = OnFault;
-    action.sa_flags = SA_SIGINFO;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     return sigaction(SIGSEGV, &action, nullptr) == 0;
   }();
   (void)installed;
+  // The report of a fiber's stack overflow needs a stack of its own, on the
+  // thread that runs the kernels.
+  thread_local const bool alternate_stack = [] {
+    stack_t alternate = {};
+    alternate.ss_size = 64 << 10;
+    alternate.ss_sp = new char[alternate.ss_size];
+    return sigaltstack(&alternate, nullptr) == 0;
+  }();
+  (void)alternate_stack;
 }
 
 // --- Streams and their host callbacks.
