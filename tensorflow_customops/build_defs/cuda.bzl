@@ -23,6 +23,7 @@ load(
     "USING_CUDA",
     "USING_CUDA12",
     "USING_CUDA_EMULATION",
+    "USING_CUDA_EMULATION_RACECHECK",
 )
 
 def _gencode_flags():
@@ -118,13 +119,16 @@ def _clang_cuda_command(src):
 _EMULATION = "//tools/gpu_check/emulation:"
 _EMULATION_HEADERS = [_EMULATION + "include/cuda_runtime.h", _EMULATION + "include/cuda_runtime_api.h"]
 
-def _emulation_command(src):
+def _emulation_command(src, racecheck = False):
     """--config=cuda_emulation: the host compiler, with the emulation's CUDA
     runtime header in place of CUDA's. Its shared memory is a static the
     kernel's barriers must not be optimised across (include/cuda_runtime.h):
-    no IPA reference analysis."""
+    no IPA reference analysis. With racecheck, the code is ThreadSanitizer's
+    (--config=cuda_emulation_racecheck); the host sources the kernels link
+    with are not, so they are the plain emulation's."""
     return " ".join([
         "$(CC) -c -x c++ -O2 -DNDEBUG -DGOOGLE_CUDA=1",
+    ] + (["-fsanitize=thread"] if racecheck else []) + [
         " ".join(CORE_DEFINES),
         "-ffp-contract=off -fno-ipa-reference",
         "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
@@ -146,12 +150,14 @@ def nvcc_objects(name, gpu_srcs, hdrs):
             srcs = [src] + hdrs + ["@local_config_tf//:eigen_headers"] + select({
                 USING_CUDA12: [_CLANG_CUDA_COMPAT],
                 USING_CUDA_EMULATION: _EMULATION_HEADERS,
+                USING_CUDA_EMULATION_RACECHECK: _EMULATION_HEADERS,
                 "//conditions:default": [],
             }),
             outs = [obj],
             cmd = select({
                 USING_CUDA12: _clang_cuda_command(src),
                 USING_CUDA_EMULATION: _emulation_command(src),
+                USING_CUDA_EMULATION_RACECHECK: _emulation_command(src, racecheck = True),
                 "//conditions:default": _nvcc_command(src),
             }),
             toolchains = ["@bazel_tools//tools/cpp:current_cc_toolchain"],
@@ -199,7 +205,10 @@ def tfco_cuda_binary(name, gpu_srcs, kernels, deps = [], host_deps = [], **kwarg
             "-lstdc++",
             "-Wl,-Bdynamic",
             "-static-libgcc",
-        ],
+        ] + select({
+            USING_CUDA_EMULATION_RACECHECK: ["-fsanitize=thread"],
+            "//conditions:default": [],
+        }),
         target_compatible_with = CUDA_ONLY,
         **kwargs
     )
@@ -275,7 +284,12 @@ def tfco_cuda_emulation_runtime(name, srcs, **kwargs):
     native.cc_library(
         name = name,
         srcs = srcs,
-        copts = CORE_COPTS,
+        # Under racecheck the runtime tells ThreadSanitizer which fiber runs
+        # and what its barriers order; its own code is not instrumented.
+        copts = CORE_COPTS + select({
+            USING_CUDA_EMULATION_RACECHECK: ["-DTFCO_EMULATION_RACECHECK=1"],
+            "//conditions:default": [],
+        }),
         target_compatible_with = CUDA_ONLY,
         **kwargs
     )

@@ -15,6 +15,7 @@ load(
 USING_CUDA = "//tensorflow_customops:using_cuda"
 USING_CUDA12 = "//tensorflow_customops:using_cuda12"
 USING_CUDA_EMULATION = "//tensorflow_customops:using_cuda_emulation"
+USING_CUDA_EMULATION_RACECHECK = "//tensorflow_customops:using_cuda_emulation_racecheck"
 NO_XLA = "//tensorflow_customops:no_xla"
 _USING_ASAN = "//tensorflow_customops:using_asan"
 _USING_UBSAN = "//tensorflow_customops:using_ubsan"

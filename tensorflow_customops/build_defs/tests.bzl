@@ -71,7 +71,7 @@ def tfco_cc_binary(name, srcs, deps = [], tf_cc = False, **kwargs):
     """
     _framework_linked(native.cc_binary, deps, tf_cc, name = name, srcs = srcs, **kwargs)
 
-def tfco_py_test(name, srcs = None, deps = [], size = "small", cuda_only = False, **kwargs):
+def tfco_py_test(name, srcs = None, deps = [], size = "small", cuda_only = False, package = True, **kwargs):
     """A Python test of the ops, run with the interpreter that has TensorFlow.
 
     Args:
@@ -80,6 +80,10 @@ def tfco_py_test(name, srcs = None, deps = [], size = "small", cuda_only = False
       deps: py_library dependencies besides the package itself.
       size: Bazel test size.
       cuda_only: run under --config=cuda only (skipped elsewhere).
+      package: False for a test that imports nothing of the package (it runs
+        a program in data), so that it builds without the op library, as
+        under --config=cuda_emulation_racecheck, whose code Python cannot
+        load.
       **kwargs: passed to py_test (shard_count, tags, data, ...).
     """
     srcs = srcs or [name + ".py"]
@@ -90,7 +94,7 @@ def tfco_py_test(name, srcs = None, deps = [], size = "small", cuda_only = False
         python_version = "PY3",
         srcs_version = "PY3",
         size = size,
-        deps = deps + ["//tensorflow_customops"],
+        deps = deps + (["//tensorflow_customops"] if package else []),
         target_compatible_with = CUDA_ONLY if cuda_only else [],
         **kwargs
     )

@@ -8,6 +8,7 @@ wrong ones."""
 import os
 import subprocess
 import tempfile
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -120,6 +121,22 @@ class MakeCasesTest(tf.test.TestCase):
             case_file.loads(self.data[:-1])
         with self.assertRaisesRegex(ValueError, "bad magic"):
             case_file.loads(b"X" + self.data[1:])
+
+    def test_shards_hold_every_case_once_dealt_back_and_forth(self):
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            mock.patch.object(make_cases, "all_cases", lambda: self.cases),
+        ):
+            path = os.path.join(tmp, "cases")
+            make_cases.main([path, "--shards", "3"])
+            shards = [case_file.read(f"{path}.{k}") for k in range(3)]
+            self.assertFalse(os.path.exists(path))
+        names = [c.name for c in self.cases]
+        # Cases 0, 1, 2 go to shards 0, 1, 2; cases 3, 4, 5 to 2, 1, 0; ...
+        dealt = [[], [], []]
+        for i, name in enumerate(names):
+            dealt[[0, 1, 2, 2, 1, 0][i % 6]].append(name)
+        self.assertEqual([[c.name for c in shard] for shard in shards], dealt)
 
     def test_every_op_in_every_gpu_dtype(self):
         by_op = {}

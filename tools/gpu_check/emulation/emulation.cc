@@ -17,7 +17,16 @@
 //   where. New allocations hold 0xff bytes (NaN), as garbage would be there.
 // - __trap() ends the kernel with "unspecified launch failure", which every
 //   later call returns, as CUDA's sticky errors do.
+// - Under --config=cuda_emulation_racecheck the kernels are ThreadSanitizer's
+//   and each thread of a block is a fiber of its own to it, whose accesses
+//   only a barrier of its block or warp orders against its block's other
+//   threads. Blocks are ordered one after another (their shared memory is
+//   one static here), so what it reports are the hazards within a block,
+//   those compute-sanitizer's racecheck looks for.
 
+#ifdef TFCO_EMULATION_RACECHECK
+#include <sanitizer/tsan_interface.h>
+#endif
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -105,6 +114,27 @@ class DeviceAccess {
   ~DeviceAccess() { SetAccess(PROT_NONE); }
 };
 
+// --- What ThreadSanitizer is told under the race check: which fiber runs,
+// and what orders their accesses (a release and an acquire of an address).
+
+namespace race {
+#ifdef TFCO_EMULATION_RACECHECK
+void* NewFiber() { return __tsan_create_fiber(0); }
+void* Current() { return __tsan_get_current_fiber(); }
+void SwitchTo(void* fiber) {
+  __tsan_switch_to_fiber(fiber, __tsan_switch_to_fiber_no_sync);
+}
+void Release(void* sync) { __tsan_release(sync); }
+void Acquire(void* sync) { __tsan_acquire(sync); }
+#else
+void* NewFiber() { return nullptr; }
+void* Current() { return nullptr; }
+void SwitchTo(void*) {}
+void Release(void*) {}
+void Acquire(void*) {}
+#endif
+}  // namespace race
+
 // --- Fibers.
 
 // Saves the callee-saved registers and stack pointer of the running context
@@ -145,9 +175,15 @@ enum class State {
 struct Fiber {
   void* context = nullptr;  // its saved stack pointer
   char* stack = nullptr;
+  void* race = nullptr;  // its ThreadSanitizer context
   State state = State::kDone;
   uint3 index;
   unsigned linear = 0;
+  // Barriers passed in this block: each barrier's release and acquire use
+  // one of two addresses, alternately, so that a thread that runs on to the
+  // next barrier before others resume does not order their accesses.
+  unsigned block_barriers = 0;
+  unsigned warp_barriers = 0;
 };
 
 struct Kernel {
@@ -161,10 +197,20 @@ std::vector<Fiber> fibers(kMaxThreads);
 Fiber* current = nullptr;
 void* scheduler = nullptr;
 char warp_slots[kMaxThreads / 32][32][8];
+// The launching thread's ThreadSanitizer context, and the addresses whose
+// release and acquire order a block after the one before and the launch,
+// and the threads at a barrier.
+void* race_scheduler = nullptr;
+char block_start, block_end;
+char block_barrier[2];
+char warp_barrier[kMaxThreads / 32][2];
 
 [[noreturn]] void FiberMain() {
+  race::Acquire(&block_start);
   kernel.body(kernel.closure);
   current->state = State::kDone;
+  race::Release(&block_end);
+  race::SwitchTo(race_scheduler);
   TfcoEmulationSwitch(&current->context, scheduler);
   std::abort();  // a finished fiber is never resumed
 }
@@ -194,6 +240,7 @@ void* StartContext(char* stack) {
 void SwitchTo(Fiber* f) {
   current = f;
   threadIdx = f->index;
+  race::SwitchTo(f->race);
   TfcoEmulationSwitch(&scheduler, f->context);
   current = nullptr;
 }
@@ -206,7 +253,16 @@ void Park(State state) {
   }
   Fiber* self = current;
   self->state = state;
+  char* barrier = nullptr;
+  if (state == State::kAtBlockBarrier) {
+    barrier = &block_barrier[self->block_barriers++ % 2];
+  } else if (state == State::kAtWarpBarrier) {
+    barrier = &warp_barrier[self->linear / 32][self->warp_barriers++ % 2];
+  }
+  if (barrier != nullptr) race::Release(barrier);
+  race::SwitchTo(race_scheduler);
   TfcoEmulationSwitch(&self->context, scheduler);
+  if (barrier != nullptr) race::Acquire(barrier);
 }
 
 void ReportBlock(const char* problem) {
@@ -224,8 +280,11 @@ bool RunBlock(unsigned threads, bool reverse) {
   for (unsigned t = 0; t < threads; ++t) {
     Fiber& f = fibers[t];
     if (f.stack == nullptr) f.stack = NewStack();
+    if (f.race == nullptr) f.race = race::NewFiber();
     f.context = StartContext(f.stack);
     f.state = State::kRunnable;
+    f.block_barriers = 0;
+    f.warp_barriers = 0;
     f.linear = t;
     f.index = {t % blockDim.x, t / blockDim.x % blockDim.y,
                t / (blockDim.x * blockDim.y)};
@@ -411,12 +470,24 @@ cudaError_t Launch(dim3 grid, dim3 block, cudaStream_t stream,
   kernel = {body, closure, what};
   gridDim = grid;
   blockDim = block;
+  race_scheduler = race::Current();
   for (unsigned z = 0; z < grid.z; ++z) {
     for (unsigned y = 0; y < grid.y; ++y) {
       for (unsigned x = 0; x < grid.x; ++x) {
         blockIdx = {x, y, z};
         const bool odd = (x + y + z) % 2 == 1;
+        race::Acquire(&block_end);
+        race::Release(&block_start);
         if (!RunBlock(static_cast<unsigned>(threads), odd)) {
+          // Threads left at a trap or barrier: what they did comes before
+          // whatever the host does next.
+          for (unsigned t = 0; t < threads; ++t) {
+            if (fibers[t].state == State::kDone) continue;
+            race::SwitchTo(fibers[t].race);
+            race::Release(&block_end);
+            race::SwitchTo(race_scheduler);
+          }
+          race::Acquire(&block_end);
           // Like a fault on a GPU, it surfaces at the next synchronisation.
           sticky = cudaErrorLaunchFailure;
           return cudaSuccess;
@@ -424,6 +495,7 @@ cudaError_t Launch(dim3 grid, dim3 block, cudaStream_t stream,
       }
     }
   }
+  race::Acquire(&block_end);
   return cudaSuccess;
 }
 

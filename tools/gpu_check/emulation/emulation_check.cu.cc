@@ -4,7 +4,9 @@
 //   emulation_check CHECK     prints the check's findings; status 3 where
 //                             the device is not the emulation
 //
-// CHECK: barriers, callbacks, config, divergent, trap, overrun, host_read.
+// CHECK: barriers, callbacks, config, divergent, trap, overrun, host_read,
+// and for the race check: racecheck (prints whether this is its build),
+// neighbours, race.
 
 #include <cuda_runtime.h>
 
@@ -57,6 +59,22 @@ __global__ void Divergent(int* out) {
     v = __shfl_xor_sync(0xffffffff, v, 1);
   }
   out[threadIdx.x] = v;
+}
+
+// Each thread writes its slot of shared memory and reads its neighbour's, a
+// race unless a barrier comes between; each also adds one to a shared count
+// with an atomic, which is none. out: the neighbours' slots, then the count.
+__global__ void Neighbours(int* out, bool barrier) {
+  __shared__ int slot[64];
+  __shared__ int count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  slot[threadIdx.x] = static_cast<int>(threadIdx.x);
+  atomicAdd(&count, 1);
+  if (barrier) __syncthreads();
+  out[threadIdx.x] = slot[(threadIdx.x + 1) % 64];
+  __syncthreads();
+  if (threadIdx.x == 0) out[64] = count;
 }
 
 __global__ void Trap() { __trap(); }
@@ -131,6 +149,16 @@ void DivergentCheck() {
             << cudaGetErrorString(cudaStreamSynchronize(nullptr)) << "\n";
 }
 
+void NeighboursCheck(bool barrier) {
+  int* d_out;
+  Check(cudaMalloc(reinterpret_cast<void**>(&d_out), 65 * 4), "malloc");
+  Check(Launch(Neighbours, dim3(2), dim3(64), d_out, barrier), "launch");
+  int out[65];
+  Check(cudaMemcpy(out, d_out, sizeof(out), cudaMemcpyDeviceToHost), "copy");
+  for (int v : out) std::cout << v << " ";
+  std::cout << "\n";
+}
+
 void Overrun() {
   const int n = 256;  // 1 KiB: no padding after it
   float* data;
@@ -169,6 +197,16 @@ int main(int argc, char** argv) {
     Overrun();
   } else if (check == "host_read") {
     HostRead();
+  } else if (check == "racecheck") {
+#ifdef __SANITIZE_THREAD__
+    std::cout << "yes\n";
+#else
+    std::cout << "no\n";
+#endif
+  } else if (check == "neighbours") {
+    NeighboursCheck(true);
+  } else if (check == "race") {
+    NeighboursCheck(false);
   } else {
     std::cerr << "emulation_check: unknown check " << check << "\n";
     return 2;

@@ -1,8 +1,10 @@
-"""The CPU emulation of CUDA (--config=cuda_emulation): barriers, shuffles and
-stream callbacks behave as on a GPU, and the faults the GPU check relies on
-it to find are reported: bad launches, traps, threads waiting at different
-barriers, accesses past an allocation's end and host reads of device memory.
-Skipped in other CUDA builds, whose device (if any) is a real one."""
+"""The CPU emulation of CUDA (--config=cuda_emulation): barriers, shuffles,
+atomics and stream callbacks behave as on a GPU, and the faults the GPU
+check relies on it to find are reported: bad launches, traps, threads
+waiting at different barriers, accesses past an allocation's end and host
+reads of device memory; under --config=cuda_emulation_racecheck, accesses of
+a block's threads that no barrier orders. Skipped in other CUDA builds,
+whose device (if any) is a real one."""
 
 import os
 import subprocess
@@ -28,6 +30,23 @@ class EmulationTest(unittest.TestCase):
         result = _run("barriers")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["499500"] * 3 + ["496"] * 3)
+
+    def test_barriers_order_a_blocks_threads_and_atomics_do_not_race(self):
+        # Under the race check too: no report.
+        result = _run("neighbours")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(
+            result.stdout.split(), [str(i) for i in range(1, 64)] + ["0", "64"]
+        )
+
+    def test_threads_of_a_block_that_no_barrier_orders_are_a_race(self):
+        if _run("racecheck").stdout != "yes\n":
+            self.skipTest("not built with --config=cuda_emulation_racecheck")
+        result = _run("race")
+        # ThreadSanitizer's status with halt_on_error (.bazelrc).
+        self.assertEqual(result.returncode, 66, result.stdout)
+        self.assertIn("WARNING: ThreadSanitizer: data race", result.stderr)
+        self.assertIn("Neighbours(int*, bool)::slot'", result.stderr)
 
     def test_callbacks_run_on_another_thread_before_synchronize_returns(self):
         result = _run("callbacks")

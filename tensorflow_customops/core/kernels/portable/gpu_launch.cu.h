@@ -115,13 +115,21 @@ class GpuGridRangeX {
 
 // *address += value, atomically. half and bfloat16 add in float and round
 // once, through a compare-and-swap of the 32-bit word that holds them (no
-// native 16-bit atomic exists on every architecture built for).
+// native 16-bit atomic exists on every architecture built for). The CPU
+// emulation's atomicAdd takes them as they are: its race check would see the
+// loop's first, plain read of the word as a race with other threads' swaps.
 __device__ inline void GpuAtomicAdd(float* address, float value) {
   atomicAdd(address, value);
 }
 __device__ inline void GpuAtomicAdd(double* address, double value) {
   atomicAdd(address, value);
 }
+#if TFCO_CUDA_EMULATION
+template <typename T>
+__device__ inline void GpuAtomicAdd(T* address, T value) {
+  atomicAdd(address, value);
+}
+#else
 template <typename T>
 __device__ inline void GpuAtomicAdd16(T* address, T value) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(address);
@@ -147,6 +155,7 @@ __device__ inline void GpuAtomicAdd(Eigen::bfloat16* address,
                                     Eigen::bfloat16 value) {
   GpuAtomicAdd16(address, value);
 }
+#endif  // TFCO_CUDA_EMULATION
 
 }  // namespace customops
 }  // namespace tensorflow

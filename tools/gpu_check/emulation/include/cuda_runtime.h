@@ -158,24 +158,32 @@ T __shfl_xor_sync(unsigned int, T var, int lane_mask, int width = 32) {
   return result;
 }
 
-// Threads switch only at barriers, so each read-modify-write is atomic.
+// Threads switch only at barriers, so no other thread runs during a
+// read-modify-write; the builtins make it an atomic one to the race check
+// (--config=cuda_emulation_racecheck) too. Relaxed, as CUDA's atomics.
 template <typename T>
 T atomicAdd(T* address, T value) {
-  const T old = *address;
-  *address = old + value;
-  return old;
+  if constexpr (std::is_integral<T>::value) {
+    return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+  } else {
+    T old;
+    __atomic_load(address, &old, __ATOMIC_RELAXED);
+    T sum = old + value;
+    // Fails only if another thread wrote in between, which none can.
+    __atomic_compare_exchange(address, &old, &sum, false, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+    return old;
+  }
 }
 template <typename T>
 T atomicCAS(T* address, T compare, T value) {
-  const T old = *address;
-  if (old == compare) *address = value;
-  return old;
+  __atomic_compare_exchange(address, &compare, &value, false, __ATOMIC_RELAXED,
+                            __ATOMIC_RELAXED);
+  return compare;
 }
 template <typename T>
 T atomicOr(T* address, T value) {
-  const T old = *address;
-  *address = old | value;
-  return old;
+  return __atomic_fetch_or(address, value, __ATOMIC_RELAXED);
 }
 
 // --- Host functions.
