@@ -7,6 +7,13 @@ run_on_gpu_machine.sh prepared (run by its `run`):
 2. Speed: each module's bench_cases(), timed by gpu_check --bench in one
    run, and its speed() rows, printed as a table with the ratio of the other
    library's time to ours (NHWC) and written to OUT/speed.json.
+3. Variants (DIR/variants/NAME/gpu_check, other builds of the kernels that
+   `run_on_gpu_machine.sh prepare` was given): the same cases timed by each
+   variant's gpu_check and by this one's, twice, the second time in reverse
+   order, so that a GPU warming or cooling favours neither; the means are
+   printed beside the other library's times and written to
+   OUT/variant_speed.json. With variants, the speed table's times are these
+   means too.
 
     python3 compare_on_gpu.py --dir DIR --out OUT [--repeats N]
 
@@ -36,24 +43,65 @@ def _modules(directory):
     return found
 
 
-def _bench(directory, out, cases, repeats):
-    import case_file
+def _variants(directory):
+    """(name, gpu_check) of each variant build in DIR/variants, by name."""
+    root = os.path.join(directory, "variants")
+    if not os.path.isdir(root):
+        return []
+    return [
+        (name, os.path.join(root, name, "gpu_check"))
+        for name in sorted(os.listdir(root))
+        if os.path.isfile(os.path.join(root, name, "gpu_check"))
+    ]
 
-    path = os.path.join(out, "bench_cases.bin")
-    case_file.write(path, cases)
+
+def _bench_once(gpu_check, path, repeats):
     result = subprocess.run(
-        [
-            os.path.join(directory, "gpu_check"),
-            "--bench",
-            path,
-            "--repeats",
-            str(repeats),
-        ],
+        [gpu_check, "--bench", path, "--repeats", str(repeats)],
         capture_output=True,
         text=True,
         check=True,
     )
     return {r["case"]: r for r in map(json.loads, result.stdout.splitlines())}
+
+
+def _mean(runs):
+    """Each case's times averaged over the runs (dicts of gpu_check --bench)."""
+    return {
+        case: {
+            key: (
+                sum(run[case][key] for run in runs) / len(runs)
+                if key.endswith("_ms")
+                else value
+            )
+            for key, value in record.items()
+        }
+        for case, record in runs[0].items()
+    }
+
+
+def _bench(directory, out, cases, repeats, variants):
+    """{build: {case: times}} for this gpu_check ("main") and the variants:
+    one run each without variants, else two, the second in reverse order. A
+    variant whose run fails is reported and left out."""
+    import case_file
+
+    path = os.path.join(out, "bench_cases.bin")
+    case_file.write(path, cases)
+    builds = [("main", os.path.join(directory, "gpu_check"))] + variants
+    runs = {name: [] for name, _ in builds}
+    for order in [builds, builds[::-1]] if variants else [builds]:
+        for name, gpu_check in order:
+            if name not in runs:
+                continue
+            try:
+                runs[name].append(_bench_once(gpu_check, path, repeats))
+            except subprocess.CalledProcessError as e:
+                if name == "main":
+                    raise
+                print(f"variant {name}: gpu_check --bench failed: {e.stderr.strip()}")
+                del runs[name]
+    return {name: _mean(r) for name, r in runs.items()}
 
 
 def _print_speed(other, rows):
@@ -67,6 +115,31 @@ def _print_speed(other, rows):
                 f"| {r['case']} | {p} | {ours_ms:.3f} | {r[f'tfco_nchw_{key}']:.3f} | "
                 f"{other_ms:.3f} | {other_ms / ours_ms:.2f}x |"
             )
+
+
+def _print_variants(other, rows, times):
+    """The bench cases' times of each build, both layouts, beside `other`'s
+    (its one layout); (x) is main's time over the variant's."""
+    builds = list(times)
+    print(
+        "\nvariants: median ms, mean of two runs; (x) = main / variant, above 1:"
+        " the variant faster"
+    )
+    print(f"| case | pass | {' | '.join(builds)} | {other} |")
+    print("|" + "---|" * (len(builds) + 3))
+    for r in rows:
+        for layout in ("NHWC", "NCHW"):
+            case = f"{r['case']}/{layout}"
+            for p, key in (("fwd", "fwd"), ("fwd+bwd", "fwd_bwd")):
+                base = times["main"][case][f"{key}_ms"]
+                cells = [f"{base:.3f}"] + [
+                    f"{t[case][f'{key}_ms']:.3f} ({base / t[case][f'{key}_ms']:.2f}x)"
+                    for name, t in times.items()
+                    if name != "main"
+                ]
+                print(
+                    f"| {case} | {p} | {' | '.join(cells)} | {r[f'other_{key}']:.3f} |"
+                )
 
 
 def main(argv):
@@ -114,14 +187,24 @@ def main(argv):
     table = {}
     if not timed:
         return 1 if failures else 0
-    bench = _bench(
-        args.dir, args.out, [c for _, m in timed for c in m.bench_cases()], args.repeats
+    variants = _variants(args.dir)
+    times = _bench(
+        args.dir,
+        args.out,
+        [c for _, m in timed for c in m.bench_cases()],
+        args.repeats,
+        variants,
     )
     for name, module in timed:
-        table[name] = module.speed(bench, args.repeats)
+        table[name] = module.speed(times["main"], args.repeats)
         _print_speed(module.OTHER, table[name])
+        if variants:
+            _print_variants(module.OTHER, table[name], times)
     with open(os.path.join(args.out, "speed.json"), "w") as f:
         json.dump(table, f, indent=1)
+    if variants:
+        with open(os.path.join(args.out, "variant_speed.json"), "w") as f:
+            json.dump(times, f, indent=1)
     return 1 if failures else 0
 
 

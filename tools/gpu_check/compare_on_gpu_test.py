@@ -1,7 +1,8 @@
 """compare_on_gpu.py on the CPU, with a comparison module of its own and a
 stand-in for gpu_check --bench: it finds the modules of compare/, skips one
 whose imports fail, sums the parity failures into its exit status, times
-every module's cases in one gpu_check run and writes the speed table."""
+every module's cases in one gpu_check run and writes the speed table, and
+times the variant builds' stand-ins alternately beside it."""
 
 import json
 import os
@@ -43,19 +44,29 @@ def speed(ours, repeats):
     return layout_rows(bench_cases(), ours, lambda case, n: (2.0, 8.0), repeats)
 """
 
-# gpu_check --bench CASES --repeats N: one JSON object per case.
+# gpu_check --bench CASES --repeats N: one JSON object per case, its times
+# those of the build's `ms` (a list: one per run), and its name appended to
+# runs.txt. A negative time stands for a failed run.
 _GPU_CHECK = """#!{python}
 import sys
 sys.path.insert(0, {folder!r})
 import case_file
 assert sys.argv[1] == "--bench" and sys.argv[3] == "--repeats"
+with open({folder!r} + "/runs.txt", "a+") as f:
+    f.seek(0)
+    ms = {ms!r}[f.read().split().count({name!r})]
+    f.write({name!r} + "\\n")
+if ms < 0:
+    sys.exit("no device")
 for c in case_file.read(sys.argv[2]):
-    print('{{"case": "%s", "fwd_ms": 1.0, "fwd_bwd_ms": 2.0}}' % c.name)
+    print('{{"case": "%s", "fwd_ms": %s, "fwd_bwd_ms": %s}}' % (c.name, ms, 2 * ms))
 """
 
 
 class CompareOnGpuTest(unittest.TestCase):
-    def _run(self, fail):
+    def _run(self, fail, variants=()):
+        """compare_on_gpu.py's output and speed.json, with the builds of
+        `variants` ((name, ms of each run)) beside gpu_check."""
         tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, tmp)
         os.makedirs(os.path.join(tmp, "compare"))
@@ -66,10 +77,17 @@ class CompareOnGpuTest(unittest.TestCase):
             f.write(_MODULE.format(fail=fail))
         with open(os.path.join(tmp, "compare", "other.py"), "w") as f:
             f.write("import no_such_module_here\n")
-        gpu_check = os.path.join(tmp, "gpu_check")
-        with open(gpu_check, "w") as f:
-            f.write(_GPU_CHECK.format(python=sys.executable, folder=tmp))
-        os.chmod(gpu_check, 0o755)
+        for name, ms in (("main", [1.0, 1.0]),) + tuple(variants):
+            folder = tmp if name == "main" else os.path.join(tmp, "variants", name)
+            os.makedirs(folder, exist_ok=True)
+            gpu_check = os.path.join(folder, "gpu_check")
+            with open(gpu_check, "w") as f:
+                f.write(
+                    _GPU_CHECK.format(
+                        python=sys.executable, folder=tmp, name=name, ms=ms
+                    )
+                )
+            os.chmod(gpu_check, 0o755)
         one = case_file.Case(
             "a", "Op", {}, {}, {"y": case_file.Tensor("float32", np.ones([2]))}
         )
@@ -84,6 +102,8 @@ class CompareOnGpuTest(unittest.TestCase):
         )
         with open(os.path.join(tmp, "out", "speed.json")) as f:
             speed = json.load(f)
+        self.runs = open(os.path.join(tmp, "runs.txt")).read().split()
+        self.variant_speed = os.path.join(tmp, "out", "variant_speed.json")
         return result, speed
 
     def test_runs_each_module(self):
@@ -115,6 +135,42 @@ class CompareOnGpuTest(unittest.TestCase):
                 ]
             },
         )
+
+    def test_variants_alternate_with_main(self):
+        result, speed = self._run(
+            fail=0, variants=[("fast", [0.25, 0.75]), ("broken", [0.5, -1])]
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # Two runs each, the second in reverse order; the failed run is
+        # reported and its build left out.
+        self.assertEqual(
+            self.runs, ["main", "broken", "fast", "fast", "broken", "main"]
+        )
+        self.assertIn(
+            "variant broken: gpu_check --bench failed: no device", result.stdout
+        )
+        self.assertIn("| case | pass | main | fast | other_lib |", result.stdout)
+        self.assertIn(
+            "| big/NCHW | fwd+bwd | 2.000 | 1.000 (2.00x) | 8.000 |", result.stdout
+        )
+        self.assertIn(
+            "| big/NHWC | fwd | 1.000 | 0.500 (2.00x) | 2.000 |", result.stdout
+        )
+        self.assertEqual(speed["mine"][0]["tfco_nhwc_fwd"], 1.0)
+        with open(self.variant_speed) as f:
+            times = json.load(f)
+        self.assertEqual(sorted(times), ["fast", "main"])
+        self.assertEqual(
+            times["fast"]["big/NHWC"],
+            {"case": "big/NHWC", "fwd_ms": 0.5, "fwd_bwd_ms": 1.0},
+        )
+
+    def test_no_variants_one_run(self):
+        result, _ = self._run(fail=0)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.runs, ["main"])
+        self.assertNotIn("variants:", result.stdout)
+        self.assertFalse(os.path.exists(self.variant_speed))
 
     def test_parity_failures_fail(self):
         result, _ = self._run(fail=2)

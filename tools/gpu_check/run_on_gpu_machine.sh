@@ -2,20 +2,28 @@
 # Runs the GPU check on a machine with an NVIDIA GPU and no TensorFlow.
 #
 # Here (with TensorFlow, nvcc and Bazel):
-#   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR [CONFIG]]
+#   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR [CONFIG [NAME=REF[,CONFIG] ...]]]
 # builds gpu_check under --config=CONFIG (cuda, the default: nvcc; cuda12:
 # clang 16 and the CUDA 12.9 runtime, docs/gpu.md), writes the cases from the
 # CPU kernels, and puts both, with this script and the comparisons
 # (compare_on_gpu.py, compare/), in DIR (default .gpu_check, ignored by git;
-# about 48 MB with nvcc). Carry DIR to the GPU machine (scp, or a device
-# tool's carried paths), then there:
+# about 48 MB with nvcc). Each NAME=REF is a variant to time beside it:
+# gpu_check built from git revision REF, under CONFIG or the variant's own
+# (HEAD,cuda12: clang's code against nvcc's), in a worktree and a Bazel
+# output base of its own, both removed after (a disk cache in ~/.bazelrc
+# saves compiling what the revisions share), put xz-compressed (a few MB)
+# in DIR/variants/NAME. Carry DIR to the GPU machine (scp, or a device tool's
+# carried paths; a device tool's limit of 64 MiB holds about five variants),
+# then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
 # runs every case (one line each, then "N passed, N failed"), the check of
 # TfcoWhenStreamDone (gpu_check --stream-done, then with a device fault, in a
-# process of its own), then the families' comparisons with other libraries' CUDA ops (compare/, each
+# process of its own), every case again with each variant's gpu_check, then
+# the families' comparisons with other libraries' CUDA ops (compare/, each
 # skipped where what it imports is missing), which compare results and time
-# both. Logs and JSON go to OUT (default DIR/results). The exit status is
-# gpu_check's on the cases, else 1 if the stream check failed.
+# both, and the variants beside this build. Logs and JSON go to OUT (default
+# DIR/results). The exit status is gpu_check's on the cases, else 1 if the
+# stream check failed; a variant's failures are in its log and the summary.
 set -uo pipefail
 
 case "${1:-}" in
@@ -24,6 +32,23 @@ case "${1:-}" in
     cd "$(dirname "$0")/../.."
     dir="${2:-.gpu_check}"
     config="${3:-cuda}"
+    variants=()
+    for variant in "${@:4}"; do
+      name="${variant%%=*}"
+      ref="${variant#*=}"
+      variant_config="${config}"
+      if [[ "${ref}" == *,* ]]; then
+        variant_config="${ref##*,}"
+        ref="${ref%,*}"
+      fi
+      if [[ "${variant}" != *=* || ! "${name}" =~ ^[A-Za-z0-9._-]+$ || -z "${ref}" ]] ||
+        ! git rev-parse --verify --quiet "${ref}^{commit}" >/dev/null; then
+        echo "prepare: a variant is NAME=REF[,CONFIG], NAME of letters, digits, . _ -" \
+          "and REF a git revision: ${variant}" >&2
+        exit 2
+      fi
+      variants+=("${name} ${ref} ${variant_config}")
+    done
     mkdir -p "${dir}"
     bazel build "--config=${config}" //tools/gpu_check:gpu_check
     bazel run "--config=${config}" //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
@@ -33,6 +58,26 @@ case "${1:-}" in
     mkdir "${dir}/compare"
     cp tools/gpu_check/compare/*.py "${dir}/compare/"
     chmod -R u+w "${dir}"
+    rm -rf "${dir}/variants"
+    remove_tree() {
+      (cd "${tree}/src" && bazel --output_base="${tree}/bazel" shutdown) || true
+      git worktree remove --force "${tree}/src" || true
+      chmod -R u+w "${tree}" && rm -rf "${tree}"
+    }
+    for variant in "${variants[@]}"; do
+      IFS=' ' read -r name ref variant_config <<<"${variant}"
+      tree="$(mktemp -d)"
+      trap remove_tree EXIT
+      git worktree add --detach "${tree}/src" "${ref}"
+      cp .tf_configure.bazelrc "${tree}/src/"
+      (cd "${tree}/src" &&
+        bazel --output_base="${tree}/bazel" build "--config=${variant_config}" \
+          //tools/gpu_check:gpu_check)
+      mkdir -p "${dir}/variants/${name}"
+      xz -c "${tree}/src/bazel-bin/tools/gpu_check/gpu_check" >"${dir}/variants/${name}/gpu_check.xz"
+      remove_tree
+      trap - EXIT
+    done
     du -sh "${dir}"
     ;;
   run)
@@ -49,12 +94,24 @@ case "${1:-}" in
       "${dir}/gpu_check" --stream-done ${mode} 2>&1 | tee -a "${out}/stream_done.log"
       [[ ${PIPESTATUS[0]} == 0 || ${status} != 0 ]] || status=1
     done
+    for variant in "${dir}"/variants/*/; do
+      [[ -f "${variant}gpu_check.xz" ]] || continue
+      name="$(basename "${variant}")"
+      # Python's lzma: the GPU machine may have no xz.
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "${variant}gpu_check.xz" "${variant}gpu_check"
+      chmod +x "${variant}gpu_check"
+      mkdir -p "${out}/variants/${name}"
+      "${variant}gpu_check" "${dir}/cases.bin" >"${out}/variants/${name}/gpu_check.log" 2>&1
+      echo "variant ${name}: $(tail -n 1 "${out}/variants/${name}/gpu_check.log")" \
+        | tee -a "${out}/variants.txt"
+    done
     PYTHONUNBUFFERED=1 python3 "${dir}/compare_on_gpu.py" --dir "${dir}" --out "${out}" \
       2>&1 | tee "${out}/compare.log"
     exit "${status}"
     ;;
   *)
-    echo "usage: $0 prepare [DIR [CONFIG]] | run [OUT]" >&2
+    echo "usage: $0 prepare [DIR [CONFIG [NAME=REF[,CONFIG] ...]]] | run [OUT]" >&2
     exit 2
     ;;
 esac
