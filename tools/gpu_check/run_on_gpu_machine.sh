@@ -5,27 +5,26 @@
 #   tools/gpu_check/run_on_gpu_machine.sh prepare [DIR [CONFIG [NAME=REF[,CONFIG] ...]]]
 # builds gpu_check under --config=CONFIG (cuda, the default: nvcc; cuda12:
 # clang 16 and the CUDA 12.9 runtime, docs/gpu.md), writes the cases from the
-# CPU kernels, and puts both, with this script and the comparisons
-# (compare_on_gpu.py, compare/), in DIR (default .gpu_check, ignored by git;
-# about 48 MB with nvcc). Each NAME=REF is a variant to time beside it:
-# gpu_check built from git revision REF, under CONFIG or the variant's own
+# CPU kernels, and puts both, xz-compressed, with this script and the
+# comparisons (compare_on_gpu.py, compare/), in DIR (default .gpu_check,
+# ignored by git). Each NAME=REF is a variant to time beside it: gpu_check
+# built from git revision REF, under CONFIG or the variant's own
 # (HEAD,cuda12: clang's code against nvcc's), in a worktree and a Bazel
 # output base of its own, both removed after (a disk cache in ~/.bazelrc
-# saves compiling what the revisions share), put xz-compressed (a few MB)
-# in DIR/variants/NAME. Carry DIR to the GPU machine (scp, or a device tool's
-# carried paths; a device tool's limit of 64 MiB holds about five variants),
-# then there:
+# saves compiling what the revisions share), put in DIR/variants/NAME (a few
+# MB). Carry DIR to the GPU machine (scp, or a device tool's carried paths,
+# at most 64 MiB there), then there:
 #   DIR/run_on_gpu_machine.sh run [OUT]
-# runs every case (one line each, then "N passed, N failed"), the check of
-# TfcoWhenStreamDone (gpu_check --stream-done, then with a device fault, in a
-# process of its own), every case again with each variant's gpu_check, then
-# the families' comparisons with other libraries' CUDA ops (compare/, each
-# skipped where what it imports is missing), which compare results and time
-# both, and the variants beside this build, and, where Nsight Systems is
-# installed, each build's kernel times on the benchmark cases (OUT/kernels).
-# Logs and JSON go to OUT (default DIR/results). The exit status is
-# gpu_check's on the cases, else 1 if the stream check failed; a variant's
-# failures are in its log and the summary.
+# unpacks DIR and runs every case (one line each, then "N passed, N
+# failed"), the check of TfcoWhenStreamDone (gpu_check --stream-done, then
+# with a device fault, in a process of its own), every case again with each
+# variant's gpu_check, then the families' comparisons with other libraries'
+# CUDA ops (compare/, each skipped where what it imports is missing), which
+# compare results and time both, and the variants beside this build, and,
+# where Nsight Systems is installed, each build's kernel times on the
+# benchmark cases (OUT/kernels). Logs and JSON go to OUT (default
+# DIR/results). The exit status is gpu_check's on the cases, else 1 if the
+# stream check failed; a variant's failures are in its log and the summary.
 set -uo pipefail
 
 case "${1:-}" in
@@ -53,9 +52,12 @@ case "${1:-}" in
     done
     mkdir -p "${dir}"
     bazel build "--config=${config}" //tools/gpu_check:gpu_check
+    rm -f "${dir}/cases.bin" "${dir}/gpu_check"
     bazel run "--config=${config}" //tools/gpu_check:make_cases -- "$(realpath "${dir}")/cases.bin"
-    cp -f bazel-bin/tools/gpu_check/gpu_check tools/gpu_check/run_on_gpu_machine.sh \
-      tools/gpu_check/case_file.py tools/gpu_check/compare_on_gpu.py "${dir}/"
+    xz -T0 -f "${dir}/cases.bin"
+    xz -T0 -c bazel-bin/tools/gpu_check/gpu_check >"${dir}/gpu_check.xz"
+    cp -f tools/gpu_check/run_on_gpu_machine.sh tools/gpu_check/case_file.py \
+      tools/gpu_check/compare_on_gpu.py "${dir}/"
     rm -rf "${dir}/compare"
     mkdir "${dir}/compare"
     cp tools/gpu_check/compare/*.py "${dir}/compare/"
@@ -76,7 +78,7 @@ case "${1:-}" in
         bazel --output_base="${tree}/bazel" build "--config=${variant_config}" \
           //tools/gpu_check:gpu_check)
       mkdir -p "${dir}/variants/${name}"
-      xz -c "${tree}/src/bazel-bin/tools/gpu_check/gpu_check" >"${dir}/variants/${name}/gpu_check.xz"
+      xz -T0 -c "${tree}/src/bazel-bin/tools/gpu_check/gpu_check" >"${dir}/variants/${name}/gpu_check.xz"
       remove_tree
       trap - EXIT
     done
@@ -86,6 +88,14 @@ case "${1:-}" in
     dir="$(cd "$(dirname "$0")" && pwd)"
     out="${2:-${dir}/results}"
     mkdir -p "${out}"
+    # What prepare compressed, unpacked with Python's lzma: the GPU machine
+    # may have no xz.
+    for packed in "${dir}"/*.xz "${dir}"/variants/*/gpu_check.xz; do
+      [[ -f "${packed}" ]] || continue
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "${packed}" "${packed%.xz}"
+      [[ "${packed}" != *.bin.xz ]] && chmod +x "${packed%.xz}"
+    done
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
       | tee "${out}/device.txt"
     "${dir}/gpu_check" "${dir}/cases.bin" --outputs "${out}/gpu_outputs.bin" \
@@ -97,12 +107,8 @@ case "${1:-}" in
       [[ ${PIPESTATUS[0]} == 0 || ${status} != 0 ]] || status=1
     done
     for variant in "${dir}"/variants/*/; do
-      [[ -f "${variant}gpu_check.xz" ]] || continue
+      [[ -f "${variant}gpu_check" ]] || continue
       name="$(basename "${variant}")"
-      # Python's lzma: the GPU machine may have no xz.
-      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-        "${variant}gpu_check.xz" "${variant}gpu_check"
-      chmod +x "${variant}gpu_check"
       mkdir -p "${out}/variants/${name}"
       "${variant}gpu_check" "${dir}/cases.bin" >"${out}/variants/${name}/gpu_check.log" 2>&1
       echo "variant ${name}: $(tail -n 1 "${out}/variants/${name}/gpu_check.log")" \
