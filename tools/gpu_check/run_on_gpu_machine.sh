@@ -21,7 +21,7 @@
 # variant's gpu_check, then the families' comparisons with other libraries'
 # CUDA ops (compare/, each skipped where what it imports is missing), which
 # compare results and time both, and the variants beside this build, and,
-# where Nsight Systems is installed, each build's kernel times on the
+# where Nsight Compute is installed, each build's kernel times on the
 # benchmark cases (OUT/kernels). Logs and JSON go to OUT (default
 # DIR/results). The exit status is gpu_check's on the cases, else 1 if the
 # stream check failed; a variant's failures are in its log and the summary.
@@ -117,22 +117,22 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 "${dir}/compare_on_gpu.py" --dir "${dir}" --out "${out}" \
       2>&1 | tee "${out}/compare.log"
     # Each kernel's time on the benchmark cases, by build, where Nsight
-    # Systems is installed: which kernel of a pass to work on next.
-    nsys="$(command -v nsys || echo /usr/local/cuda/bin/nsys)"
-    if [[ ! -x "${nsys}" || ! -f "${out}/bench_cases.bin" ]]; then
-      echo "kernel times: skipped (no nsys, or no benchmark cases)"
+    # Compute is installed (each kernel run alone; one forward and one
+    # forward+backward per case after the warm-up calls): which kernel of a
+    # pass to work on next.
+    ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+    if [[ ! -x "${ncu}" || ! -f "${out}/bench_cases.bin" ]]; then
+      echo "kernel times: skipped (no ncu, or no benchmark cases)"
     else
       mkdir -p "${out}/kernels"
       for build in "${dir}/gpu_check" "${dir}"/variants/*/gpu_check; do
         [[ -x "${build}" ]] || continue
         name="$(basename "$(dirname "${build}")")"
         [[ "${build}" == "${dir}/gpu_check" ]] && name=main
-        report="$(mktemp -d)"
-        "${nsys}" profile --trace=cuda --stats=true --force-overwrite=true \
-          --output="${report}/${name}" "${build}" --bench "${out}/bench_cases.bin" \
-          --repeats 10 >"${out}/kernels/${name}.txt" 2>&1
+        "${ncu}" --metrics=gpu__time_duration.sum --clock-control=none --cache-control=none \
+          --print-summary=per-kernel "${build}" --bench "${out}/bench_cases.bin" --repeats 1 \
+          >"${out}/kernels/${name}.txt" 2>&1
         echo "kernel times of ${name}: exit $?, ${out}/kernels/${name}.txt"
-        rm -rf "${report}"
       done
     fi
     exit "${status}"
