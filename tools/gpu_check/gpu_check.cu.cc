@@ -157,6 +157,16 @@ bool Completes(cudaStream_t stream, std::chrono::seconds limit) {
 }
 
 int StreamDoneCheck(bool fault) {
+#if TFCO_CUDA_EMULATION
+  // The emulation runs a kernel when it is launched, so the fault would come
+  // before the callback is enqueued, an order a GPU does not show.
+  if (fault) {
+    std::cout << "SKIP stream-done/after a device fault: the emulation runs "
+                 "the faulting kernel before the callback is enqueued\n"
+                 "0 passed, 0 failed\n";
+    return 0;
+  }
+#endif
   constexpr std::chrono::seconds kLimit(10);
   cudaStream_t stream;
   Check(cudaStreamCreate(&stream), "cudaStreamCreate");

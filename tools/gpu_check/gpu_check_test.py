@@ -69,6 +69,28 @@ class GpuCheckTest(tf.test.TestCase):
             )
             self.assertEqual(result.returncode, 0)
 
+    def test_stream_done(self):
+        # TfcoWhenStreamDone's own check; after a device fault too, except
+        # under the emulation, whose kernels run when launched (it says so).
+        for mode in ([], ["fault"]):
+            with self.subTest(mode=mode):
+                result = subprocess.run(
+                    [_BINARY, "--stream-done", *mode],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if result.returncode == 3:
+                    self.assertIn("no CUDA device", result.stderr)
+                    continue
+                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+                lines = result.stdout.splitlines()
+                if mode and "CUDA emulated on the CPU" in result.stderr:
+                    self.assertTrue(lines[0].startswith("SKIP stream-done/"), lines)
+                    self.assertEqual(lines[-1], "0 passed, 0 failed")
+                else:
+                    self.assertEqual(lines[-1], "1 passed, 0 failed")
+
 
 if __name__ == "__main__":
     tf.test.main()
