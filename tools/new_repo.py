@@ -253,10 +253,41 @@ def _mode(path):
     return os.stat(os.path.join(_ROOT, path)).st_mode & 0o777
 
 
+def contributing_section(heading, package, op_prefix):
+    """The section of this repository's CONTRIBUTING.md under `heading`, to
+    the next heading of its level or above, as it reads in the repository of
+    `package`: a description of the machinery that every repository shares
+    (the machinery's comments cite it by its heading)."""
+    lines = _read(os.path.join(_ROOT, "CONTRIBUTING.md")).decode().split("\n")
+    start = level = None
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            fenced = not fenced
+        match = None if fenced else re.match(r"(#+) (.*)", line)
+        if match and start is None and match.group(2) == heading:
+            start, level = i, len(match.group(1))
+        elif match and start is not None and len(match.group(1)) <= level:
+            break
+    else:
+        i = len(lines)
+    if start is None:
+        raise RepoError(f'CONTRIBUTING.md has no section "{heading}"')
+    text = "\n".join(lines[start:i]).rstrip("\n") + "\n"
+    return machinery.substitute(text, package, op_prefix)
+
+
 def _template(name, values):
+    """A template filled: `{{key}}` by values[key], `{{section:Heading}}` by
+    that section of this repository's CONTRIBUTING.md."""
     text = _read(os.path.join(_TEMPLATES, name + ".tmpl")).decode()
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
+    text = re.sub(
+        r"\{\{section:([^}]+)\}\}\n",
+        lambda m: contributing_section(m.group(1), values["package"], values["prefix"]),
+        text,
+    )
     return text.encode()
 
 

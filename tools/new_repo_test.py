@@ -19,7 +19,7 @@ import unittest
 _ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 sys.path.insert(0, _ROOT)
 
-from tools import machinery, new_repo  # noqa: E402
+from tools import doc_refs, machinery, new_repo  # noqa: E402
 
 _PACKAGE = "acme_vision"
 _PREFIX = "Acme"
@@ -161,6 +161,12 @@ class NewRepoTest(unittest.TestCase):
             with self.subTest(path=path):
                 found = ours.search(text) or family.search(text)
                 self.assertIsNone(found and found.group(0))
+
+    def test_every_document_it_names_is_there(self):
+        # The machinery's comments cite docs/ and CONTRIBUTING.md's headings;
+        # the generated repository holds each (the machinery's documents, and
+        # the sections its CONTRIBUTING.md takes from ours).
+        self.assertEqual(doc_refs.dangling(self.dest), [])
 
     def test_two_commits_and_next_steps(self):
         log = _run("git", "log", "--format=%s", cwd=self.dest).stdout.splitlines()

@@ -28,7 +28,7 @@ class OnnxCoverageTest(unittest.TestCase):
             + ", ".join(f"{op}: {_module_name(op)}.py, say" for op in missing)
             + ") with @handler_util.custom_op_handler: exact where ONNX allows, "
             "else one that refuses through handler_util.refuse, saying why "
-            "(tools/new_op.py writes one for a new op); docs/onnx.md lists them",
+            '(tools/new_op.py writes one for a new op; docs/onnx.md, "Handlers")',
         )
 
     def test_handlers_are_of_registered_ops(self):
