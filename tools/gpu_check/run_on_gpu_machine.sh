@@ -129,10 +129,11 @@ case "${1:-}" in
         [[ -x "${build}" ]] || continue
         name="$(basename "$(dirname "${build}")")"
         [[ "${build}" == "${dir}/gpu_check" ]] && name=main
-        "${ncu}" --metrics=gpu__time_duration.sum --clock-control=none --cache-control=none \
-          --print-summary=per-kernel "${build}" --bench "${out}/bench_cases.bin" --repeats 1 \
-          >"${out}/kernels/${name}.txt" 2>&1
-        echo "kernel times of ${name}: exit $?, ${out}/kernels/${name}.txt"
+        # Bounded, so that a slow profile cannot use up a lent machine's time.
+        timeout 120 "${ncu}" --metrics=gpu__time_duration.sum --clock-control=none \
+          --cache-control=none --print-summary=per-kernel "${build}" \
+          --bench "${out}/bench_cases.bin" --repeats 1 >"${out}/kernels/${name}.txt" 2>&1
+        echo "kernel times of ${name}: exit $? (124: over 120 s), ${out}/kernels/${name}.txt"
       done
     fi
     exit "${status}"
