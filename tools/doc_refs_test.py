@@ -16,17 +16,22 @@ sys.path.insert(0, _ROOT)
 
 from tools import doc_refs  # noqa: E402
 
+# A made-up repository. The names of documents are fields filled when it is
+# written, so that this file cites none itself.
 _FILES = {
-    "README.md": "# Title\n\n## `tfco.f(x, y)`\n\nSee [g](docs/guide.md#two-words).\n",
-    "docs/guide.md": "# G\n\n## Two words\n\n```sh\n# not a heading\n```\n"
+    "README.md": "# Title\n\n## `tfco.f(x, y)`\n\n"
+    "See [g]({docs}/guide.md#two-words).\n",
+    "{docs}/guide.md": "# G\n\n## Two words\n\n```sh\n# not a heading\n```\n"
     "Back to [top](#g), [gone](#not-a-heading), [none](../NONE.md).\n",
     "lib/a.py": (
-        '"""Wrapped: docs/guide.md, "Two\n'
-        'words"; anchored: README.md#tfcofx-y and docs/guide.md#two-words."""\n'
-        "# A family `f` stands for any: docs/f.md.\n"
-        '# docs/guide.md ("No such heading"), docs/missing.md, CONTRIBUTING.md.\n'
+        '"""Wrapped: {docs}/guide.md, "Two\n'
+        'words"; anchored: {readme}#tfcofx-y and {docs}/guide.md#two-words."""\n'
+        "# A family `f` stands for any: {docs}/f.md.\n"
+        '# {docs}/guide.md ("No such heading"), {docs}/missing.md, {contributing}.\n'
     ),
 }
+_NAMES = {"docs": "docs", "readme": "README.md", "contributing": "CONTRIBUTING.md"}
+_GUIDE = "{docs}/guide.md".format(**_NAMES)
 
 
 class DocRefsTest(unittest.TestCase):
@@ -42,18 +47,19 @@ class DocRefsTest(unittest.TestCase):
     def test_finds_what_leads_nowhere(self):
         with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as root:
             for path, text in _FILES.items():
+                path = path.format(**_NAMES)
                 os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
                 with open(os.path.join(root, path), "w") as f:
-                    f.write(text)
+                    f.write(text.format(**_NAMES))
             subprocess.run(["git", "init", "-q"], cwd=root, check=True)
             subprocess.run(["git", "add", "-A"], cwd=root, check=True)
             found = [(source, why) for source, _, why in doc_refs.dangling(root)]
         self.assertEqual(
             found,
             [
-                ("docs/guide.md", "docs/guide.md has no heading #not-a-heading"),
-                ("docs/guide.md", "no such file"),
-                ("lib/a.py", 'docs/guide.md has no heading "No such heading"'),
+                (_GUIDE, f"{_GUIDE} has no heading #not-a-heading"),
+                (_GUIDE, "no such file"),
+                ("lib/a.py", f'{_GUIDE} has no heading "No such heading"'),
                 ("lib/a.py", "no such file"),
                 ("lib/a.py", "no such file"),
             ],
