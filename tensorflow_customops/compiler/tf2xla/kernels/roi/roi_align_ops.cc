@@ -28,19 +28,13 @@ class RoiAlignOp : public RoiXlaOpKernel {
     Call c;
     OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
                                      "features", &c));
-    if (custom_call_.Compile(context, roi::RoiOpRole::kForward, attrs_,
-                             c.shape)) {
-      return;
-    }
-    SetTypes(context->input_xla_type(0), &c);
+    if (CustomCallLowers(context, roi::RoiOpRole::kForward, 0, &c)) return;
     if (c.empty()) {
-      context->SetOutput(
-          0, BoxRows(c, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims()))));
+      context->SetOutput(0, PooledOutput(c, c.Zeros(c.type, c.pooled_dims())));
       return;
     }
-    const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
-        c.view_dims());
+    const xla::XlaOp features =
+        xla::Reshape(ReadChannelsLast(context, c, 0), c.view_dims());
     const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 1)));
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.pooled_dims()), features},
@@ -61,9 +55,8 @@ class RoiAlignOp : public RoiXlaOpKernel {
     const xla::XlaOp count =
         xla::BroadcastInDim(box.count, c.pooled_dims(), {0});
     context->SetOutput(
-        0,
-        BoxRows(c, ToDataFormat(c, xla::ConvertElementType(
-                                       Divide((*result)[0], count), c.type))));
+        0, PooledOutput(c, xla::ConvertElementType(Divide((*result)[0], count),
+                                                   c.type)));
   }
 };
 
@@ -74,24 +67,16 @@ class RoiAlignGradOp : public RoiXlaOpKernel {
   void Compile(XlaOpKernelContext* context) override {
     Call c;
     TensorShape features_shape;
-    OP_REQUIRES_OK(context, ReadFeaturesShape(context, &features_shape));
-    OP_REQUIRES_OK(context, MakeCall(context, attrs_, features_shape,
-                                     "features_shape", &c));
-    OP_REQUIRES_OK(context,
-                   roi::CheckPooledGradShape(context->InputShape(0), c.shape,
-                                             attrs_, "grads"));
-    if (custom_call_.Compile(context, roi::RoiOpRole::kGrad, attrs_, c.shape)) {
-      return;
-    }
-    SetTypes(context->input_xla_type(0), &c);
+    OP_REQUIRES_OK(context, MakeGradCall(context, attrs_, &features_shape, &c));
+    if (CustomCallLowers(context, roi::RoiOpRole::kGrad, 0, &c)) return;
     if (c.empty()) {
       context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
       return;
     }
     const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 1)));
-    const xla::XlaOp grads = Divide(
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
-        xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
+    const xla::XlaOp grads =
+        Divide(ReadChannelsLast(context, c, 0),
+               xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
     auto result = AlignSampleLoop(
         c, box, {c.Zeros(c.acc, c.view_dims()), grads},
         "roi_align_grad_samples",
@@ -111,10 +96,7 @@ class RoiAlignGradOp : public RoiXlaOpKernel {
           return v;
         });
     OP_REQUIRES_OK(context, result.status());
-    const xla::XlaOp grad = xla::Reshape(
-        xla::ConvertElementType((*result)[0], c.type),
-        {c.shape.batch, c.shape.height, c.shape.width, c.shape.channels});
-    context->SetOutput(0, ToDataFormat(c, grad));
+    context->SetOutput(0, FeaturesGradOutput(c, (*result)[0]));
   }
 };
 

@@ -35,23 +35,18 @@ class RoiAlignGradBoxesOp : public RoiXlaOpKernel {
     OP_REQUIRES_OK(context,
                    roi::CheckPooledGradShape(context->InputShape(0), c.shape,
                                              attrs_, "grads"));
-    if (custom_call_.Compile(context, roi::RoiOpRole::kGradBoxes, attrs_,
-                             c.shape)) {
-      return;
-    }
-    SetTypes(context->input_xla_type(1), &c);
+    if (CustomCallLowers(context, roi::RoiOpRole::kGradBoxes, 1, &c)) return;
     const int64_t k = c.shape.num_rois;
     if (c.empty()) {
       context->SetOutput(0, BoxRows(c, c.Zeros(c.boxes, {k, 5})));
       return;
     }
-    const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 1)), c.acc),
-        c.view_dims());
+    const xla::XlaOp features =
+        xla::Reshape(ReadChannelsLast(context, c, 1), c.view_dims());
     const AlignBoxes box = MakeAlignBoxes(c, ReadBoxes(c, Padded(context, 2)));
-    const xla::XlaOp grads = Divide(
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
-        xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
+    const xla::XlaOp grads =
+        Divide(ReadChannelsLast(context, c, 0),
+               xla::BroadcastInDim(box.count, c.pooled_dims(), {0}));
     const xla::XlaOp zeros = c.Zeros(c.acc, c.bins_dims());
     // Loop values: the sums for x1, y1, x2, y2 per bin, features, grads.
     auto result = AlignSampleLoop(

@@ -74,6 +74,20 @@ xla::XlaOp ToDataFormat(const Call& c, xla::XlaOp x) {
   return c.attrs.nchw ? xla::Transpose(x, {0, 3, 1, 2}) : x;
 }
 
+xla::XlaOp ReadChannelsLast(XlaOpKernelContext* context, const Call& c, int i) {
+  return xla::ConvertElementType(ToChannelsLast(c, Padded(context, i)), c.acc);
+}
+
+xla::XlaOp PooledOutput(const Call& c, xla::XlaOp pooled) {
+  return BoxRows(c, ToDataFormat(c, pooled));
+}
+
+xla::XlaOp FeaturesGradOutput(const Call& c, xla::XlaOp grad) {
+  return ToDataFormat(c, xla::Reshape(xla::ConvertElementType(grad, c.type),
+                                      {c.shape.batch, c.shape.height,
+                                       c.shape.width, c.shape.channels}));
+}
+
 Boxes ReadBoxes(const Call& c, xla::XlaOp rois) {
   Boxes boxes;
   const int64_t k = c.shape.num_rois;
@@ -151,12 +165,18 @@ BinIndex MakeBinIndex(const Call& c, xla::XlaOp batch) {
   return {c.PerBox(batch), groups[0], groups[1]};
 }
 
-Status ReadFeaturesShape(XlaOpKernelContext* context, TensorShape* shape) {
+Status MakeGradCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
+                    TensorShape* features_shape, Call* call) {
+  // features_shape, the last input, is a compile-time constant.
   const int index = context->num_inputs() - 1;
   std::vector<int64_t> values;
   TF_RETURN_IF_ERROR(context->ConstantInputAsIntVector(index, &values));
-  return roi::FeaturesShapeFromValues(context->InputShape(index), values,
-                                      shape);
+  TF_RETURN_IF_ERROR(roi::FeaturesShapeFromValues(context->InputShape(index),
+                                                  values, features_shape));
+  TF_RETURN_IF_ERROR(
+      MakeCall(context, attrs, *features_shape, "features_shape", call));
+  return roi::CheckPooledGradShape(context->InputShape(0), call->shape, attrs,
+                                   "grads");
 }
 
 }  // namespace hlo

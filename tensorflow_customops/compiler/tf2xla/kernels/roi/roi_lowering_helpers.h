@@ -125,9 +125,6 @@ Status MakeCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
 
 void SetTypes(xla::PrimitiveType type, Call* call);
 
-// The gradient ops' features_shape input, a compile-time constant.
-Status ReadFeaturesShape(XlaOpKernelContext* context, TensorShape* shape);
-
 // Input i without dynamic dimensions: padded to their bounds.
 xla::XlaOp Padded(XlaOpKernelContext* context, int i);
 
@@ -137,6 +134,23 @@ xla::XlaOp BoxRows(const Call& c, xla::XlaOp x);
 // NCHW <-> NHWC for the features and the pooled tensors.
 xla::XlaOp ToChannelsLast(const Call& c, xla::XlaOp x);
 xla::XlaOp ToDataFormat(const Call& c, xla::XlaOp x);
+
+// Input i (features or a pooled gradient), channels last, in the
+// accumulation type.
+xla::XlaOp ReadChannelsLast(XlaOpKernelContext* context, const Call& c, int i);
+
+// A pooled [K, PH, PW, C] result, channels last, as an output: in the data
+// format, its rows the boxes.
+xla::XlaOp PooledOutput(const Call& c, xla::XlaOp pooled);
+
+// The features gradient, channels last in the accumulation type (any shape
+// of as many elements), as the output: of the op's type, in its data format.
+xla::XlaOp FeaturesGradOutput(const Call& c, xla::XlaOp grad);
+
+// The call of a features-gradient op: its features_shape input and the shape
+// checks of its grads input (0).
+Status MakeGradCall(XlaOpKernelContext* context, const RoiAttrs& attrs,
+                    TensorShape* features_shape, Call* call);
 
 // The boxes, one [K] array per column, with `ok` (which boxes pass the
 // regular kernels' ValidateRois) and their batch indices (0 where not ok).
@@ -244,6 +258,15 @@ class RoiXlaOpKernel : public XlaOpKernel {
   }
 
  protected:
+  // True when the custom call lowers the op, in `role`; otherwise the HLO
+  // does, and `c` takes its types from input `typed_input`.
+  bool CustomCallLowers(XlaOpKernelContext* context, roi::RoiOpRole role,
+                        int typed_input, Call* c) {
+    if (custom_call_.Compile(context, role, attrs_, c->shape)) return true;
+    SetTypes(context->input_xla_type(typed_input), c);
+    return false;
+  }
+
   RoiAttrs attrs_;
   // Where it applies, the lowering instead of the HLO.
   roi::RoiCustomCall custom_call_;

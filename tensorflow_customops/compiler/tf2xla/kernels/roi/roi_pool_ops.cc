@@ -141,25 +141,18 @@ class RoiPoolOp : public RoiXlaOpKernel {
     Call c;
     OP_REQUIRES_OK(context, MakeCall(context, attrs_, context->InputShape(0),
                                      "features", &c));
-    if (custom_call_.Compile(context, roi::RoiOpRole::kForward, attrs_,
-                             c.shape)) {
-      return;
-    }
-    SetTypes(context->input_xla_type(0), &c);
+    if (CustomCallLowers(context, roi::RoiOpRole::kForward, 0, &c)) return;
     const bool ps = attrs_.position_sensitive();
     if (c.empty()) {
-      context->SetOutput(
-          0, BoxRows(c, ToDataFormat(c, c.Zeros(c.type, c.pooled_dims()))));
+      context->SetOutput(0, PooledOutput(c, c.Zeros(c.type, c.pooled_dims())));
       if (!ps) {
         context->SetOutput(
-            1, BoxRows(c, ToDataFormat(
-                              c, xla::Broadcast(c.I(-1), c.pooled_dims()))));
+            1, PooledOutput(c, xla::Broadcast(c.I(-1), c.pooled_dims())));
       }
       return;
     }
-    const xla::XlaOp features = xla::Reshape(
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc),
-        c.view_dims());
+    const xla::XlaOp features =
+        xla::Reshape(ReadChannelsLast(context, c, 0), c.view_dims());
     const PoolBoxes p = MakePoolBoxes(c, Padded(context, 1));
     const xla::XlaOp empty = c.PerBin(p.empty);
     // RoiPool: the running maximum starts at -FLT_MAX (0 for an empty bin)
@@ -195,9 +188,8 @@ class RoiPoolOp : public RoiXlaOpKernel {
                            Divide(pooled, c.PerBin(p.area)));
     }
     context->SetOutput(
-        0,
-        BoxRows(c, ToDataFormat(c, xla::ConvertElementType(pooled, c.type))));
-    if (!ps) context->SetOutput(1, BoxRows(c, ToDataFormat(c, (*result)[1])));
+        0, PooledOutput(c, xla::ConvertElementType(pooled, c.type)));
+    if (!ps) context->SetOutput(1, PooledOutput(c, (*result)[1]));
   }
 };
 
@@ -208,36 +200,25 @@ class RoiPoolGradOp : public RoiXlaOpKernel {
   void Compile(XlaOpKernelContext* context) override {
     Call c;
     TensorShape features_shape;
-    OP_REQUIRES_OK(context, ReadFeaturesShape(context, &features_shape));
-    OP_REQUIRES_OK(context, MakeCall(context, attrs_, features_shape,
-                                     "features_shape", &c));
-    const TensorShape grads_shape = context->InputShape(0);
-    OP_REQUIRES_OK(context, roi::CheckPooledGradShape(grads_shape, c.shape,
-                                                      attrs_, "grads"));
+    OP_REQUIRES_OK(context, MakeGradCall(context, attrs_, &features_shape, &c));
     const bool ps = attrs_.position_sensitive();
     if (!ps) {
       OP_REQUIRES_OK(context,
                      roi::CheckPooledGradShape(context->InputShape(2), c.shape,
                                                attrs_, "argmax"));
     }
-    if (custom_call_.Compile(context, roi::RoiOpRole::kGrad, attrs_, c.shape)) {
-      return;
-    }
-    SetTypes(context->input_xla_type(0), &c);
+    if (CustomCallLowers(context, roi::RoiOpRole::kGrad, 0, &c)) return;
     if (c.empty()) {
       context->SetOutput(0, c.Zeros(c.type, features_shape.dim_sizes()));
       return;
     }
     const PoolBoxes p = MakePoolBoxes(c, Padded(context, 1));
-    xla::XlaOp grads =
-        xla::ConvertElementType(ToChannelsLast(c, Padded(context, 0)), c.acc);
-    xla::XlaOp grad =
-        ps ? PsGrad(c, p, grads)
-           : Grad(c, p, grads, ToChannelsLast(c, Padded(context, 2)));
-    grad = xla::Reshape(
-        xla::ConvertElementType(grad, c.type),
-        {c.shape.batch, c.shape.height, c.shape.width, c.shape.channels});
-    context->SetOutput(0, ToDataFormat(c, grad));
+    const xla::XlaOp grads = ReadChannelsLast(context, c, 0);
+    context->SetOutput(
+        0,
+        FeaturesGradOutput(
+            c, ps ? PsGrad(c, p, grads)
+                  : Grad(c, p, grads, ToChannelsLast(c, Padded(context, 2)))));
   }
 
  private:
