@@ -6,26 +6,11 @@ import collections.abc
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes
 
 _ops = load_library.load_op_library()
 
-_DTYPES = (
-    tf.bool,
-    tf.int8,
-    tf.uint8,
-    tf.int16,
-    tf.uint16,
-    tf.int32,
-    tf.uint32,
-    tf.int64,
-    tf.uint64,
-    tf.float16,
-    tf.bfloat16,
-    tf.float32,
-    tf.float64,
-    tf.complex64,
-    tf.complex128,
-)
+_DTYPES = allowed_dtypes("CustomOps>CheckCondition")
 
 
 def check_condition(condition, values, message, name=None):

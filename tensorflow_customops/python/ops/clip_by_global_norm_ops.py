@@ -6,9 +6,10 @@ import collections.abc
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, dtype_names
 
 _ops = load_library.load_op_library()
-_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_DTYPES = allowed_dtypes("CustomOps>ClipByGlobalNorm")
 
 
 def clip_by_global_norm(t_list, clip_norm, name=None):
@@ -69,7 +70,7 @@ def clip_by_global_norm(t_list, clip_norm, name=None):
         names = sorted(d.name for d in dtypes)
         raise TypeError(
             "clip_by_global_norm: t_list must hold tensors of one type among "
-            f"float16, bfloat16, float32 and float64, got {names}"
+            f"{dtype_names(_DTYPES, 'and')}, got {names}"
         )
     clip_norm = tf.convert_to_tensor(clip_norm, dtype=values[0].dtype)
     scaled, global_norm = _ops.custom_ops_clip_by_global_norm(

@@ -6,12 +6,13 @@ import numbers
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, dtype_names
 from tensorflow_customops.python.ops.roi_checks import check_data_format, check_size
 from tensorflow_customops.python.ops.roi_grad import known_zero, zeros_unless
 
 _ops = load_library.load_op_library()
 
-_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_DTYPES = allowed_dtypes("CustomOps>DeformableConv2d")
 _ATTRS = (
     "strides",
     "padding",
@@ -67,8 +68,7 @@ def _tensor(value, name, dtype=None):
     tensor = tf.convert_to_tensor(value, dtype_hint=dtype)
     if tensor.dtype not in _DTYPES:
         raise TypeError(
-            f"{name} must be float16, bfloat16, float32 or float64, got "
-            f"{tensor.dtype.name}"
+            f"{name} must be {dtype_names(_DTYPES)}, got {tensor.dtype.name}"
         )
     if dtype is not None and tensor.dtype != dtype:
         raise TypeError(

@@ -8,11 +8,13 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, dtype_names
+
 # The ops' limit (kMaxSamplingRatio in core/kernels/roi/roi_shape.h), checked
 # here too so that the layers refuse it when built, before any tracing
 # (roi_validation_test checks that the two agree).
 _MAX_SAMPLING_RATIO = 64
-FEATURE_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_FEATURE_DTYPES = allowed_dtypes("CustomOps>RoiAlign")
 # Keras' names map onto TensorFlow's.
 _DATA_FORMATS = {
     "NHWC": "NHWC",
@@ -138,9 +140,9 @@ def check_spatial_scales(spatial_scales):
 
 def check_features(features):
     features = tf.convert_to_tensor(features)
-    if features.dtype not in FEATURE_DTYPES:
+    if features.dtype not in _FEATURE_DTYPES:
         raise TypeError(
-            "features must be float16, bfloat16, float32 or float64, got "
+            f"features must be {dtype_names(_FEATURE_DTYPES)}, got "
             f"{features.dtype.name}; cast them first"
         )
     if features.shape.rank not in (None, 4):

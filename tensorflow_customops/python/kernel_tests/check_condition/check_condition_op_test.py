@@ -14,24 +14,9 @@ from absl.testing import parameterized
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests import xla_test_util
+from tensorflow_customops.python.ops import op_specs
 
-_DTYPES = (
-    tf.bool,
-    tf.int8,
-    tf.uint8,
-    tf.int16,
-    tf.uint16,
-    tf.int32,
-    tf.uint32,
-    tf.int64,
-    tf.uint64,
-    tf.float16,
-    tf.bfloat16,
-    tf.float32,
-    tf.float64,
-    tf.complex64,
-    tf.complex128,
-)
+_DTYPES = op_specs.allowed_dtypes("CustomOps>CheckCondition")
 _MESSAGE = "x must be positive, got a value at most 0"
 
 

@@ -17,10 +17,10 @@ from tensorflow_customops.python.kernel_tests import xla_test_util
 from tensorflow_customops.python.kernel_tests.deform_conv2d import (
     deform_conv2d_reference as ref,
 )
-from tensorflow_customops.python.ops import deform_conv2d_ops, load_library
+from tensorflow_customops.python.ops import deform_conv2d_ops, load_library, op_specs
 
 _ops = load_library.load_op_library()
-_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_DTYPES = op_specs.allowed_dtypes("CustomOps>DeformableConv2d")
 # Against the float64 reference: half and bfloat16 round their inputs.
 _TOLERANCE = {
     tf.float16: 2e-2,
@@ -418,7 +418,9 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             call(x, offset, filt, padding=(1, 2, 3))
         with self.assertRaisesRegex(ValueError, "data_format must be"):
             call(x, offset, filt, data_format="NWHC")
-        with self.assertRaisesRegex(TypeError, "input must be float16.*got int32"):
+        with self.assertRaisesRegex(
+            TypeError, "input must be float16, bfloat16, float32 or float64, got int32"
+        ):
             call(tf.zeros([1, 4, 4, 4], tf.int32), offset, filt)
         with self.assertRaisesRegex(TypeError, "offset must have input's dtype"):
             call(x, tf.cast(offset, tf.float32), filt)

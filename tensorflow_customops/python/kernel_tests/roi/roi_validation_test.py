@@ -242,7 +242,11 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.parameters(util.OP_NAMES)
     def test_bad_dtype(self, op):
         features = tf.zeros([1, 4, 4, 8], tf.int32)
-        with self.assertRaisesRegex(TypeError, r"features must be float16, bfloat16"):
+        with self.assertRaisesRegex(
+            TypeError,
+            r"features must be float16, bfloat16, float32 or float64, got int32; "
+            r"cast them first",
+        ):
             _call(op, features, [[0, 1, 1, 3, 3]])
         with self.assertRaisesRegex(
             (TypeError, tf.errors.InvalidArgumentError), r"allowed values"
