@@ -13,6 +13,8 @@
 // Only 2.20 and newer ship the FFI headers.
 #if __has_include("xla/ffi/api/ffi.h")
 #define TFCO_XLA_FFI 1
+#include <utility>
+
 #include "xla/ffi/api/ffi.h"
 #else
 #define TFCO_XLA_FFI 0
@@ -84,6 +86,25 @@ namespace customops {
 // PlatformStream).
 inline TfcoDevice StreamDevice(void* stream) {
   return TfcoDevice{nullptr, stream};
+}
+
+// `binding` followed by `kArgs` buffer operands, then `kRets` buffer
+// results. Bindings are moved only by their own Arg and Ret (their move
+// constructor is private), so each step hands the next a temporary.
+template <int kArgs, int kRets, typename Binding>
+auto WithBuffers(Binding&& binding) {
+  static_assert(kArgs + kRets > 0, "no buffers to add");
+  if constexpr (kArgs == 0 && kRets == 1) {
+    return std::move(binding).template Ret<ffi::AnyBuffer>();
+  } else if constexpr (kArgs == 0) {
+    return WithBuffers<0, kRets - 1>(
+        std::move(binding).template Ret<ffi::AnyBuffer>());
+  } else if constexpr (kArgs == 1 && kRets == 0) {
+    return std::move(binding).template Arg<ffi::AnyBuffer>();
+  } else {
+    return WithBuffers<kArgs - 1, kRets>(
+        std::move(binding).template Arg<ffi::AnyBuffer>());
+  }
 }
 
 // The FFI registry the handlers register with: the process's, which XLA in

@@ -105,29 +105,17 @@ ffi::Error Grad(const TfcoDevice* device, const ffi::AnyBuffer& input,
 
 #if TFCO_XLA_FFI
 
+// input, filter, offset and mask; the output.
 template <typename Binding>
 auto ForwardBinding(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
+  return WithBuffers<4, 1>(std::move(binding))
       .template Attr<ffi::Span<const int64_t>>("ints");
 }
 
+// input, filter, offset, mask and grad_output; their gradients.
 template <typename Binding>
 auto GradBinding(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
+  return WithBuffers<5, 4>(std::move(binding))
       .template Attr<ffi::Span<const int64_t>>("ints");
 }
 

@@ -60,11 +60,12 @@ ffi::Error OnGpu(void* stream, ffi::Span<const int64_t> ints,
 }
 
 // Defines the CUDA handler `symbol` and registers it for `target`. Its
-// parameters after the stream are `...`, those of the binding `Operands`
-// (the boxes named `rois`), then the scratch `checked`; `run` calls the
-// kernels given the device `d`, the decoded `call` and the checked `boxes`,
-// for the tensor `typed` whose type the call takes.
-#define TFCO_ROI_GPU_HANDLER(target, symbol, Operands, typed, run, ...)       \
+// parameters after the stream are `...`, those of the binding
+// Operands<tensors, results> (the boxes named `rois`), then the scratch
+// `checked`; `run` calls the kernels given the device `d`, the decoded `call`
+// and the checked `boxes`, for the tensor `typed` whose type the call takes.
+#define TFCO_ROI_GPU_HANDLER(target, symbol, tensors, results, typed, run,    \
+                             ...)                                             \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                              \
       symbol,                                                                 \
       [](void* stream, __VA_ARGS__, ffi::Result<ffi::AnyBuffer> checked,      \
@@ -74,19 +75,17 @@ ffi::Error OnGpu(void* stream, ffi::Span<const int64_t> ints,
                      [&](const TfcoDevice* d, const HandlerCall& call,        \
                          const void* boxes) { return run; });                 \
       },                                                                      \
-      WithAttributes(WithScratch(                                             \
-          Operands(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));    \
+      WithAttributes(WithScratch(Operands<tensors, results>(                  \
+          ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>()))));             \
   TFCO_REGISTER_GPU_FFI_HANDLER(target, symbol)
 
-TFCO_ROI_GPU_HANDLER(kForward, TfcoRoiForwardGpuHandler, TensorOperands,
-                     features,
+TFCO_ROI_GPU_HANDLER(kForward, TfcoRoiForwardGpuHandler, 2, 1, features,
                      RunForward(d, call, features, boxes, *pooled, nullptr),
                      ffi::AnyBuffer features, ffi::AnyBuffer rois,
                      ffi::BufferR0<ffi::S32>,
                      ffi::Result<ffi::AnyBuffer> pooled);
 
-TFCO_ROI_GPU_HANDLER(kPoolForward, TfcoRoiPoolForwardGpuHandler,
-                     PoolForwardOperands, features,
+TFCO_ROI_GPU_HANDLER(kPoolForward, TfcoRoiPoolForwardGpuHandler, 2, 2, features,
                      RunForward(d, call, features, boxes, *pooled,
                                 static_cast<int32_t*>(argmax->untyped_data())),
                      ffi::AnyBuffer features, ffi::AnyBuffer rois,
@@ -94,15 +93,14 @@ TFCO_ROI_GPU_HANDLER(kPoolForward, TfcoRoiPoolForwardGpuHandler,
                      ffi::Result<ffi::AnyBuffer> pooled,
                      ffi::Result<ffi::AnyBuffer> argmax);
 
-TFCO_ROI_GPU_HANDLER(kGrad, TfcoRoiGradGpuHandler, TensorOperands, grads,
+TFCO_ROI_GPU_HANDLER(kGrad, TfcoRoiGradGpuHandler, 2, 1, grads,
                      RunGrad(d, call, grads, boxes, nullptr, *grad_features),
                      ffi::AnyBuffer grads, ffi::AnyBuffer rois,
                      ffi::BufferR0<ffi::S32>,
                      ffi::Result<ffi::AnyBuffer> grad_features);
 
 // The GPU kernel skips argmax entries that are not a pixel of the map.
-TFCO_ROI_GPU_HANDLER(kPoolGrad, TfcoRoiPoolGradGpuHandler, PoolGradOperands,
-                     grads,
+TFCO_ROI_GPU_HANDLER(kPoolGrad, TfcoRoiPoolGradGpuHandler, 3, 1, grads,
                      RunGrad(d, call, grads, boxes,
                              static_cast<const int32_t*>(argmax.untyped_data()),
                              *grad_features),
@@ -110,11 +108,12 @@ TFCO_ROI_GPU_HANDLER(kPoolGrad, TfcoRoiPoolGradGpuHandler, PoolGradOperands,
                      ffi::AnyBuffer argmax, ffi::BufferR0<ffi::S32>,
                      ffi::Result<ffi::AnyBuffer> grad_features);
 
-TFCO_ROI_GPU_HANDLER(
-    kGradBoxes, TfcoRoiGradBoxesGpuHandler, GradBoxesOperands, features,
-    RunGradBoxes(d, call, grads, features, boxes, grad_rois->untyped_data()),
-    ffi::AnyBuffer grads, ffi::AnyBuffer features, ffi::AnyBuffer rois,
-    ffi::BufferR0<ffi::S32>, ffi::Result<ffi::AnyBuffer> grad_rois);
+TFCO_ROI_GPU_HANDLER(kGradBoxes, TfcoRoiGradBoxesGpuHandler, 3, 1, features,
+                     RunGradBoxes(d, call, grads, features, boxes,
+                                  grad_rois->untyped_data()),
+                     ffi::AnyBuffer grads, ffi::AnyBuffer features,
+                     ffi::AnyBuffer rois, ffi::BufferR0<ffi::S32>,
+                     ffi::Result<ffi::AnyBuffer> grad_rois);
 
 #undef TFCO_ROI_GPU_HANDLER
 

@@ -83,46 +83,15 @@ auto WithAttributes(Binding binding) {
 }
 
 // What every handler of a target takes after its context (the thread pool
-// on the host, XLA's stream on CUDA): the operands of EmitCustomCall, the
-// boxes' count last, and its results. TensorOperands serves the forward ops
-// and feature gradients of every kind but RoiPool (one tensor and the boxes).
-template <typename Binding>
-auto TensorOperands(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::BufferR0<ffi::S32>>()
-      .template Ret<ffi::AnyBuffer>();
-}
-
-template <typename Binding>
-auto PoolForwardOperands(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::BufferR0<ffi::S32>>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>();
-}
-
-template <typename Binding>
-auto PoolGradOperands(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::BufferR0<ffi::S32>>()
-      .template Ret<ffi::AnyBuffer>();
-}
-
-template <typename Binding>
-auto GradBoxesOperands(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::BufferR0<ffi::S32>>()
-      .template Ret<ffi::AnyBuffer>();
+// on the host, XLA's stream on CUDA): the operands of EmitCustomCall,
+// `kTensors` tensors and the boxes' count last, then `kResults` results.
+// Operands<2, 1> serves the forward ops and feature gradients of every kind
+// but RoiPool; RoiPool's forward has two results (pooled, argmax), its
+// gradient and the box gradients three tensors.
+template <int kTensors, int kResults, typename Binding>
+auto Operands(Binding binding) {
+  return WithBuffers<0, kResults>(WithBuffers<kTensors, 0>(std::move(binding))
+                                      .template Arg<ffi::BufferR0<ffi::S32>>());
 }
 
 #endif  // TFCO_XLA_FFI

@@ -131,7 +131,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          nullptr, ints, spatial_scale);
     },
-    WithAttributes(TensorOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
+    WithAttributes(Operands<2, 1>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolForwardHandler,
@@ -142,8 +142,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostForward(pool, features, rois, *count.typed_data(), *pooled,
                          &*argmax, ints, spatial_scale);
     },
-    WithAttributes(
-        PoolForwardOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
+    WithAttributes(Operands<2, 2>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradHandler,
@@ -153,7 +152,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostGrad(pool, grads, rois, nullptr, *count.typed_data(),
                       *grad_features, ints, spatial_scale);
     },
-    WithAttributes(TensorOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
+    WithAttributes(Operands<2, 1>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiPoolGradHandler,
@@ -164,11 +163,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
       return HostGrad(pool, grads, rois, &argmax, *count.typed_data(),
                       *grad_features, ints, spatial_scale);
     },
-    WithAttributes(PoolGradOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
+    WithAttributes(Operands<3, 1>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiGradBoxesHandler, HostGradBoxes,
-    WithAttributes(GradBoxesOperands(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
+    WithAttributes(Operands<3, 1>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 
 TFCO_REGISTER_CPU_FFI_HANDLER(kForward, TfcoRoiForwardHandler);
 TFCO_REGISTER_CPU_FFI_HANDLER(kPoolForward, TfcoRoiPoolForwardHandler);
