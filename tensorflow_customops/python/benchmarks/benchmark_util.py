@@ -68,6 +68,13 @@ def median_seconds(fns, warmup=3, min_repeats=5, min_seconds=2.0):
     return [float(np.median(fn_times)) for fn_times in times]
 
 
+def median_ms(fns, rounds):
+    """Median ms of each function in fns over exactly `rounds` alternating
+    rounds, after two warm-up calls each."""
+    times = median_seconds(fns, warmup=2, min_repeats=rounds, min_seconds=0)
+    return [1000 * seconds for seconds in times]
+
+
 def compare(title, baseline_name, baseline, candidates):
     """Times baseline and each (name, fn) candidate, alternating calls; prints
     speed ratios (baseline time / candidate time: above 1 means the candidate

@@ -15,8 +15,6 @@ Runtime is faster) and the largest difference between their outputs.
 
 import argparse
 import json
-import statistics
-import time
 
 import numpy as np
 
@@ -146,21 +144,6 @@ def _cases(quick):
     }
 
 
-def _median_ms(fns, rounds):
-    """Median ms of each function, called in turn (one call each per round)
-    after two warm-up rounds, so that a slow spell falls on all alike."""
-    for _ in range(2):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, fn_times in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            fn_times.append(time.perf_counter() - start)
-    return [1000 * statistics.median(t) for t in times]
-
-
 def _run_worker(threads, names, quick, rounds):
     import tensorflow as tf
 
@@ -199,7 +182,9 @@ def _run_worker(threads, names, quick, rounds):
         def run_ort(session=session, feeds=feeds):
             return session.run(None, feeds)
 
-        row["tf_ms"], row["ort_ms"] = _median_ms([run_tf, run_ort], rounds)
+        row["tf_ms"], row["ort_ms"] = benchmark_util.median_ms(
+            [run_tf, run_ort], rounds
+        )
         row["max_abs_diff"] = max(
             float(np.max(np.abs(a - b), initial=0)) for a, b in zip(run_tf(), run_ort())
         )

@@ -19,8 +19,6 @@ and the feature gradient, as a training step needs both.
 import argparse
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 
@@ -76,21 +74,6 @@ def _inputs(n, c, size, k, out):
         axis=1,
     ).astype(np.float32)
     return features, rois
-
-
-def _median_ms(fns, rounds):
-    """Median ms of each function, called in turn (one call each per round)
-    after two warm-up rounds, so that a slow spell falls on all alike."""
-    for _ in range(2):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, fn_times in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            fn_times.append(time.perf_counter() - start)
-    return [1000 * statistics.median(t) for t in times]
 
 
 # Compositions: each op from TensorFlow ops only, in NHWC.
@@ -325,7 +308,7 @@ def _bench_tf(tf, tfco, op, spec, features_np, rois_np):
         fns[impl] = (fwd, step)
     names = list(fns)
     for index in (0, 1):
-        times = _median_ms([fns[name][index] for name in names], rounds)
+        times = benchmark_util.median_ms([fns[name][index] for name in names], rounds)
         for name, ms in zip(names, times):
             row.setdefault(name, [None, None])[index] = ms
     ours = outputs["tfco_nhwc"]
@@ -349,7 +332,7 @@ def _bench_low_precision(tf, tfco, spec, features_np, rois_np):
     }
     row = {}
     for index in (0, 1):
-        times = _median_ms([fns[name][index] for name in dtypes], rounds)
+        times = benchmark_util.median_ms([fns[name][index] for name in dtypes], rounds)
         for name, ms in zip(dtypes, times):
             row.setdefault(name, [None, None])[index] = ms
     return row
@@ -401,7 +384,7 @@ def _bench_box_forms(tf, tfco, spec):
     )
     if not equal:
         raise AssertionError("a box form's result differs from the rows' result")
-    times = _median_ms(list(fns.values()), rounds)
+    times = benchmark_util.median_ms(list(fns.values()), rounds)
     row = dict(zip(fns, times))
     row["shape"] = (n, c, size, per_image, out)
     return row
@@ -439,7 +422,8 @@ def _bench_torchvision(torch, tv_ops, op, spec, features_np, rois_np):
 
     output = forward().numpy().transpose(0, 2, 3, 1)
     return tuple(
-        _median_ms([forward], rounds) + _median_ms([forward_backward], rounds)
+        benchmark_util.median_ms([forward], rounds)
+        + benchmark_util.median_ms([forward_backward], rounds)
     ), output
 
 
