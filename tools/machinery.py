@@ -58,6 +58,7 @@ MACHINERY = (
     "{package}/python/ops/__init__.py",
     "{package}/python/ops/cpp_gradients.py",
     "{package}/python/ops/load_library.py",
+    "{package}/python/ops/op_specs.py",
     "{package}/python/ops/releases.py",
     "{package}/python/platform/*",
     "{package}/python/registry/BUILD",
