@@ -1,16 +1,12 @@
 """CustomOps>CheckCondition: a run-time check that raises under XLA too,
 where a Python `Assert` is dropped, and its pass-through gradient."""
 
-import collections.abc
-
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.ops.op_specs import allowed_dtypes
+from tensorflow_customops.python.ops.op_specs import tensor_list
 
 _ops = load_library.load_op_library()
-
-_DTYPES = allowed_dtypes("CustomOps>CheckCondition")
 
 
 def check_condition(condition, values, message, name=None):
@@ -59,15 +55,6 @@ def check_condition(condition, values, message, name=None):
     ...     print("x must be negative" in e.message)
     True
     """
-    if isinstance(values, (str, bytes)) or not isinstance(
-        values, collections.abc.Sequence
-    ):
-        raise TypeError(
-            "check_condition: values must be a list of tensors, got "
-            f"{type(values).__name__} (wrap a single tensor as [t])"
-        )
-    if not values:
-        raise ValueError("check_condition: values must not be empty")
     if not isinstance(message, str):
         raise TypeError(
             f"check_condition: message must be a string, got {type(message).__name__}"
@@ -77,20 +64,13 @@ def check_condition(condition, values, message, name=None):
         raise TypeError(
             f"check_condition: condition must be bool, got {condition.dtype.name}"
         )
-    tensors = []
-    for i, value in enumerate(values):
-        try:
-            tensor = tf.convert_to_tensor(value)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"check_condition: values[{i}] must be a tensor: {error}"
-            ) from None
-        if tensor.dtype not in _DTYPES:
-            raise TypeError(
-                f"check_condition: values[{i}] must be numeric or bool, got "
-                f"{tensor.dtype.name}"
-            )
-        tensors.append(tensor)
+    tensors = tensor_list(
+        values,
+        "CustomOps>CheckCondition",
+        "check_condition",
+        "values",
+        expected="numeric or bool",
+    )
     return _ops.custom_ops_check_condition(
         condition=condition, values=tensors, message=message, name=name
     )

@@ -1,11 +1,10 @@
 """CustomOps>CheckNumericsN: tf.debugging.check_numerics for a list of tensors
 in one op, and its pass-through gradient."""
 
-import collections.abc
-
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import tensor_list
 
 _ops = load_library.load_op_library()
 
@@ -24,7 +23,8 @@ def check_numerics_n(tensors, message, name=None):
       inputs) downstream so that the check runs before they are used.
 
     Raises:
-      TypeError: if `tensors` is not a list.
+      TypeError: if `tensors` is not a list of floating-point tensors, or
+        `message` is not a string.
       ValueError: if `tensors` is empty.
       InvalidArgumentError: naming `message`, the index of the first tensor
         holding NaN or Inf, and which of them it holds.
@@ -40,18 +40,14 @@ def check_numerics_n(tensors, message, name=None):
     ...     print("after layer 3: CheckNumericsN found Inf in tensors[1]" in e.message)
     True
     """
-    if isinstance(tensors, (str, bytes)) or not isinstance(
-        tensors, collections.abc.Sequence
-    ):
+    if not isinstance(message, str):
         raise TypeError(
-            "check_numerics_n: tensors must be a list of tensors, got "
-            f"{type(tensors).__name__} (wrap a single tensor as [t])"
+            f"check_numerics_n: message must be a string, got {type(message).__name__}"
         )
-    if not tensors:
-        raise ValueError("check_numerics_n: tensors must not be empty")
-    return _ops.custom_ops_check_numerics_n(
-        tensors=list(tensors), message=message, name=name
+    tensors = tensor_list(
+        tensors, "CustomOps>CheckNumericsN", "check_numerics_n", "tensors"
     )
+    return _ops.custom_ops_check_numerics_n(tensors=tensors, message=message, name=name)
 
 
 @tf.RegisterGradient("CustomOps>CheckNumericsN")

@@ -1,6 +1,8 @@
 """What the op specs allow, read from the loaded library: the wrappers check
 their arguments against the specs instead of a copy of them."""
 
+import collections.abc
+
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
@@ -24,3 +26,35 @@ def dtype_names(dtypes, last="or"):
     """The dtypes' names for an error message: `float16, float32 or float64`."""
     names = [dtype.name for dtype in dtypes]
     return f"{', '.join(names[:-1])} {last} {names[-1]}" if names[1:] else names[0]
+
+
+def tensor_list(values, op_name, function, arg, expected=None):
+    """`values`, a non-empty list (or tuple) of tensors or what converts to
+    them, each of a dtype op `op_name`'s spec allows for `T`, as a list of
+    tensors; else a TypeError or ValueError naming `function` and `arg` (or
+    `arg[i]`). `expected` words the dtypes in errors (default: their names)."""
+    if isinstance(values, (str, bytes)) or not isinstance(
+        values, collections.abc.Sequence
+    ):
+        raise TypeError(
+            f"{function}: {arg} must be a list of tensors, got "
+            f"{type(values).__name__} (wrap a single tensor as [t])"
+        )
+    if not values:
+        raise ValueError(f"{function}: {arg} must not be empty")
+    dtypes = allowed_dtypes(op_name)
+    tensors = []
+    for i, value in enumerate(values):
+        try:
+            tensor = tf.convert_to_tensor(value)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"{function}: {arg}[{i}] must be a tensor: {error}"
+            ) from None
+        if tensor.dtype not in dtypes:
+            raise TypeError(
+                f"{function}: {arg}[{i}] must be {expected or dtype_names(dtypes)}, "
+                f"got {tensor.dtype.name}"
+            )
+        tensors.append(tensor)
+    return tensors

@@ -117,6 +117,12 @@ class CheckNumericsNTest(tf.test.TestCase, parameterized.TestCase):
             ):
                 tfco.check_numerics_n(tensors, "x")
 
+    def test_message_must_be_a_string(self):
+        with self.assertRaisesRegex(
+            TypeError, r"check_numerics_n: message must be a string, got bytes"
+        ):
+            tfco.check_numerics_n([tf.ones([2])], b"m")
+
     def test_empty_list(self):
         with self.assertRaisesRegex(ValueError, r"tensors must not be empty"):
             tfco.check_numerics_n([], "m")
@@ -124,10 +130,15 @@ class CheckNumericsNTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.parameters(tf.int32, tf.complex64, tf.bool)
     def test_bad_dtype(self, dtype):
         with self.assertRaisesRegex(
-            (TypeError, tf.errors.InvalidArgumentError),
-            r"allowed values|not in list of allowed",
+            TypeError,
+            r"check_numerics_n: tensors\[1\] must be float16, bfloat16, float32 or "
+            rf"float64, got {dtype.name}$",
         ):
             tfco.check_numerics_n([tf.ones([2]), tf.zeros([2], dtype)], "m")
+        with self.assertRaisesRegex(
+            TypeError, r"check_numerics_n: tensors\[0\] must be a tensor"
+        ):
+            tfco.check_numerics_n([[1.0, "a"]], "m")
 
     def test_python_gradient_passes_through(self):
         x = tf.constant([1.0, 2.0])
