@@ -6,7 +6,7 @@ import numbers
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.ops.op_specs import allowed_dtypes, dtype_names
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, typed_tensor
 from tensorflow_customops.python.ops.roi_checks import check_data_format, check_size
 from tensorflow_customops.python.ops.roi_grad import known_zero, zeros_unless
 
@@ -63,17 +63,7 @@ def _check_padding(padding):
 
 
 def _tensor(value, name, dtype=None):
-    if value is None:
-        raise TypeError(f"{name} must be a tensor, got None")
-    tensor = tf.convert_to_tensor(value, dtype_hint=dtype)
-    if tensor.dtype not in _DTYPES:
-        raise TypeError(
-            f"{name} must be {dtype_names(_DTYPES)}, got {tensor.dtype.name}"
-        )
-    if dtype is not None and tensor.dtype != dtype:
-        raise TypeError(
-            f"{name} must have input's dtype, {dtype.name}, got {tensor.dtype.name}"
-        )
+    tensor = typed_tensor(value, name, _DTYPES, dtype and ("input", dtype))
     if tensor.shape.rank is not None and tensor.shape.rank != 4:
         raise ValueError(f"{name} must have rank 4, got shape {tensor.shape}")
     return tensor

@@ -4,8 +4,10 @@ gradient."""
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, typed_tensor
 
 _ops = load_library.load_op_library()
+_DTYPES = allowed_dtypes("CustomOps>MatrixMul")
 
 
 def matrix_mul(a, b, transpose_a=False, transpose_b=False, name=None):
@@ -24,6 +26,7 @@ def matrix_mul(a, b, transpose_a=False, transpose_b=False, name=None):
       The `[m, n]` product, of the dtype of `a`.
 
     Raises:
+      TypeError: if `a` is not floating point or `b` is not of its type.
       InvalidArgumentError: if an input is not a matrix or the inner
         dimensions differ.
 
@@ -36,8 +39,8 @@ def matrix_mul(a, b, transpose_a=False, transpose_b=False, name=None):
     """
     # Convert here: the op's dtype default (float32) would otherwise silently
     # narrow float64 NumPy arrays.
-    a = tf.convert_to_tensor(a)
-    b = tf.convert_to_tensor(b, dtype=a.dtype)
+    a = typed_tensor(a, "a", _DTYPES)
+    b = typed_tensor(b, "b", _DTYPES, like=("a", a.dtype))
     return _ops.custom_ops_matrix_mul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, name=name
     )

@@ -58,3 +58,21 @@ def tensor_list(values, op_name, function, arg, expected=None):
             )
         tensors.append(tensor)
     return tensors
+
+
+def typed_tensor(value, arg, dtypes, like=None):
+    """`value` as a tensor of one of `dtypes`, or of the dtype of `like`, a
+    (name, dtype) pair of an argument converted before (Python numbers take
+    it); else a TypeError naming `arg`."""
+    if value is None:
+        raise TypeError(f"{arg} must be a tensor, got None")
+    like_arg, like_dtype = like or (None, None)
+    tensor = tf.convert_to_tensor(value, dtype_hint=like_dtype)
+    got = tensor.dtype.name
+    if tensor.dtype not in dtypes:
+        raise TypeError(f"{arg} must be {dtype_names(dtypes)}, got {got}")
+    if like_dtype is not None and tensor.dtype != like_dtype:
+        raise TypeError(
+            f"{arg} must have {like_arg}'s dtype, {like_dtype.name}, got {got}"
+        )
+    return tensor

@@ -3,8 +3,10 @@
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
+from tensorflow_customops.python.ops.op_specs import allowed_dtypes, typed_tensor
 
 _ops = load_library.load_op_library()
+_DTYPES = allowed_dtypes("CustomOps>ZeroOut")
 
 
 def zero_out(to_zero, keep=1, name=None):
@@ -24,6 +26,9 @@ def zero_out(to_zero, keep=1, name=None):
     Returns:
       A `Tensor` with the shape and dtype of `to_zero`.
 
+    Raises:
+      TypeError: if `to_zero` is of another type.
+
     Example:
 
     >>> tfco.zero_out([[1, 2], [3, 4]])
@@ -31,6 +36,7 @@ def zero_out(to_zero, keep=1, name=None):
     array([[1, 0],
            [0, 0]], dtype=int32)>
     """
+    to_zero = typed_tensor(to_zero, "to_zero", _DTYPES)
     return _ops.custom_ops_zero_out(to_zero=to_zero, keep=keep, name=name)
 
 

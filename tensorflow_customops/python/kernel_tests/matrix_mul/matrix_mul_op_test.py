@@ -8,6 +8,7 @@ from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
 from tensorflow_customops.python import registry
+from tensorflow_customops.python.ops import load_library
 
 _DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
 # (m, k, n), including empty products and an empty inner dimension.
@@ -137,10 +138,23 @@ class MatrixMulTest(tf.test.TestCase, parameterized.TestCase):
     def test_bad_dtype(self, dtype):
         x = tf.zeros([2, 2], dtype=dtype)
         with self.assertRaisesRegex(
+            TypeError,
+            rf"^a must be float16, bfloat16, float32 or float64, got {dtype.name}$",
+        ):
+            tfco.matrix_mul(x, x)
+        with self.assertRaisesRegex(
             (TypeError, tf.errors.InvalidArgumentError),
             r"allowed values|not in list of allowed",
         ):
-            tfco.matrix_mul(x, x)
+            load_library.load_op_library().custom_ops_matrix_mul(a=x, b=x)
+
+    def test_b_must_have_the_dtype_of_a(self):
+        with self.assertRaisesRegex(
+            TypeError, r"^b must have a's dtype, float32, got float64$"
+        ):
+            tfco.matrix_mul(tf.zeros([2, 2]), tf.zeros([2, 2], tf.float64))
+        # Python numbers take a's dtype.
+        self.assertEqual(tfco.matrix_mul(tf.ones([1, 1], tf.float64), [[2]]), 2.0)
 
     def test_the_fuzzer_has_a_hint(self):
         # Random shapes almost never make matching matrix products: without a

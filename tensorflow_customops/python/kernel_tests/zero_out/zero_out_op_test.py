@@ -6,6 +6,7 @@ from absl.testing import parameterized
 from tensorflow.python.framework import test_util
 
 import tensorflow_customops as tfco
+from tensorflow_customops.python.ops import load_library
 
 _DTYPES = [
     tf.int32,
@@ -150,16 +151,24 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
     def test_bad_dtype(self, dtype):
         x = tf.zeros([2], dtype=dtype)
         with self.assertRaisesRegex(
+            TypeError,
+            r"^to_zero must be int32, int64, float32, float64, float16, bfloat16, "
+            rf"int8 or uint8, got {dtype.name}$",
+        ):
+            tfco.zero_out(x)
+        with self.assertRaisesRegex(
             (TypeError, tf.errors.InvalidArgumentError),
             r"allowed values|not in list of allowed",
         ):
-            tfco.zero_out(x)
+            load_library.load_op_library().custom_ops_zero_out(to_zero=x)
 
     def test_bad_dtype_in_graph(self):
         with tf.Graph().as_default():
             x = tf.compat.v1.placeholder(tf.bool, [2])
-            with self.assertRaisesRegex(TypeError, r"allowed values"):
+            with self.assertRaisesRegex(TypeError, r"to_zero must be .*, got bool"):
                 tfco.zero_out(x)
+            with self.assertRaisesRegex(TypeError, r"allowed values"):
+                load_library.load_op_library().custom_ops_zero_out(to_zero=x)
 
 
 if __name__ == "__main__":
