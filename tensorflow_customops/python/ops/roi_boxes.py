@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 
+from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.roi_box_counts_ops import checked_box_counts
 
 _BOX_FORMATS = (
@@ -73,10 +74,13 @@ def _check_image_count(num_images, features):
     ]
 
 
-def flat_rois(rois, box_counts, features, spatial_scale):
+def flat_rois(rois, box_counts, features, spatial_scale, static_rows=False):
     """The `[M, 5]` rows the ops take, and a function from the ops' `[M, ...]`
     result back to the layout of `rois`; `spatial_scale` is the smallest the
-    rows are pooled at."""
+    rows are pooled at. With `static_rows`, padding boxes (past `box_counts`)
+    are rows too, off the map, in graphs as in eager mode, so that `M` is
+    `N * K` and not a count known only when the graph runs (XLA's
+    DynamicStitch needs its indices when it compiles)."""
     if isinstance(rois, tf.RaggedTensor):
         if box_counts is not None:
             raise ValueError(
@@ -108,7 +112,9 @@ def flat_rois(rois, box_counts, features, spatial_scale):
     rois = tf.cast(rois, _box_dtype([rois.dtype], features))
     rank = rois.shape.rank
     if rank == 3 and rois.shape[2] in (None, 4):
-        return _flat_batched_rois(rois, box_counts, features, spatial_scale)
+        return _flat_batched_rois(
+            rois, box_counts, features, spatial_scale, static_rows
+        )
     if rank not in (None, 2) or (rank == 2 and rois.shape[1] not in (None, 5)):
         raise ValueError(
             f"rois must have shape [K, 5] or [N, K, 4] ({_BOX_FORMATS}), got "
@@ -117,6 +123,20 @@ def flat_rois(rois, box_counts, features, spatial_scale):
     if box_counts is not None:
         raise ValueError("box_counts needs [N, K, 4] rois, got [K, 5] rows")
     return rois, lambda out: out
+
+
+def checked_row_width(flat):
+    """`[M, 5]` rows from `flat_rois`, checked when the graph runs where their
+    width is unknown now: for reading their columns before an op checks
+    them."""
+    if flat.shape[1] is not None:
+        return flat
+    (flat,) = check_condition(
+        tf.equal(tf.shape(flat)[1], 5),
+        [flat],
+        f"rois must have shape [K, 5] or [N, K, 4] ({_BOX_FORMATS})",
+    )
+    return flat
 
 
 def _box_dtype(dtypes, features):
@@ -195,7 +215,17 @@ def _flat_box_list(rois, box_counts, features):
     )
 
 
-def _flat_batched_rois(rois, box_counts, features, spatial_scale):
+def padding_box(dtype, spatial_scale):
+    """The box that padding rows get: 4 pixels before the map's corner at
+    `spatial_scale`, where a box's samples are all dropped and its bins empty,
+    so every op pools it to zeros; None where `dtype` cannot hold it (a
+    `spatial_scale` below about 2^-126 in float32)."""
+    with np.errstate(over="ignore"):
+        box = np.full(4, -4.0 / spatial_scale, dtype.as_numpy_dtype)
+    return box if np.isfinite(box).all() else None
+
+
+def _flat_batched_rois(rois, box_counts, features, spatial_scale, static_rows):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
     if box_counts is None:
         checks = _check_image_count(num_images, features)
@@ -219,7 +249,11 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale):
     def result_shape(out):
         return [num_images, boxes_per_image, *(_leading_dim(out, a) for a in (1, 2, 3))]
 
-    if box_counts is None:
+    off_map = padding_box(rois.dtype, spatial_scale) if static_rows else None
+    if box_counts is None or off_map is not None:
+        if box_counts is not None:
+            real = tf.sequence_mask(box_counts, boxes_per_image, tf.bool)
+            rois = tf.where(real[..., tf.newaxis], rois, off_map)
         index = tf.repeat(tf.range(num_images), boxes_per_image)
         with tf.control_dependencies(checks):
             flat = tf.concat(
@@ -273,9 +307,8 @@ def _concrete_batched_rois(boxes, box_counts, spatial_scale):
     """`_flat_batched_rois` for eager `boxes` and NumPy `box_counts`: indices
     and checks in NumPy, since every TensorFlow op costs an eager dispatch of
     its own, and one op to restore the result. Padding boxes are pooled too,
-    moved off the map where every op gives them zeros (4 pixels before its
-    corner at `spatial_scale`, where a box's samples are all dropped and its
-    bins empty), so the result is a reshape of the rows' with no copy."""
+    as `padding_box`, so the result is a reshape of the rows' with no
+    copy."""
     num_images, boxes_per_image = boxes.shape[:2]
     rows = np.full(num_images, boxes_per_image)
 
@@ -293,9 +326,8 @@ def _concrete_batched_rois(boxes, box_counts, spatial_scale):
     padding = (np.arange(boxes_per_image) >= box_counts[:, np.newaxis]).reshape(-1)
     if not padding.any():
         return _concrete_rows(boxes, rows), restore
-    with np.errstate(over="ignore"):
-        box = np.full(4, -4.0 / spatial_scale, boxes.dtype.as_numpy_dtype)
-    if np.isfinite(box).all():
+    box = padding_box(boxes.dtype, spatial_scale)
+    if box is not None:
         return _concrete_rows(boxes, rows, padding, box), restore
 
     # A spatial_scale below about 2^-126 leaves no float32 box off the map:

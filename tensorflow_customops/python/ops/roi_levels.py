@@ -5,10 +5,14 @@ import math
 
 import tensorflow as tf
 
+from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.roi_checks import check_size, check_spatial_scales
 
 
-def check_pyramid(features, data_format):
+def checked_pyramid(features, data_format):
+    """`features`, checked to share a dtype, a channel count and a batch size;
+    a batch size known only when the graph runs is checked then, by
+    CustomOps>CheckCondition, on whose outputs the levels are pooled."""
     dtypes = {f.dtype for f in features}
     if len(dtypes) > 1:
         raise TypeError(
@@ -20,6 +24,19 @@ def check_pyramid(features, data_format):
         raise ValueError(
             f"features must share one channel count, got {sorted(channels)}"
         )
+    batches = [f.shape[0] if f.shape.rank is not None else None for f in features]
+    known = {n for n in batches if n is not None}
+    if len(known) > 1:
+        sizes = ", ".join(f"features[{i}] {n}" for i, n in enumerate(batches))
+        raise ValueError(f"features must share one batch size, got {sizes}")
+    if len(features) == 1 or None not in batches:
+        return features
+    sizes = tf.stack([tf.shape(f)[0] for f in features])
+    return check_condition(
+        tf.reduce_all(tf.equal(sizes, sizes[0])),
+        features,
+        "features must share one batch size",
+    )
 
 
 def pyramid_scales(features, spatial_scales, image_size, data_format):
@@ -54,10 +71,10 @@ def fpn_levels(boxes, scales, canonical_scale, canonical_level):
     """Index into `scales` of each box's pyramid level (torchvision's
     LevelMapper, in the boxes' dtype)."""
     first, last = -math.log2(scales[0]), -math.log2(scales[-1])
-    x1, y1, x2, y2 = tf.unstack(boxes, axis=1)
+    x1, y1, x2, y2 = (boxes[:, i] for i in range(4))
     size = tf.sqrt((x2 - x1) * (y2 - y1))
     level = tf.floor(
         canonical_level + tf.math.log(size / canonical_scale) / math.log(2.0) + 1e-6
     )
-    level = tf.where(tf.math.is_nan(level), first, level)
+    level = tf.where(tf.math.is_nan(level), tf.constant(first, level.dtype), level)
     return tf.cast(tf.clip_by_value(level, first, last) - first, tf.int32)

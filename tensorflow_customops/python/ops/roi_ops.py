@@ -20,12 +20,17 @@ mixing rows and per-image boxes is an error.
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from tensorflow_customops.python.ops import (
     load_library,
     roi_grad,  # noqa: F401 (registers the gradients)
 )
-from tensorflow_customops.python.ops.roi_boxes import flat_rois
+from tensorflow_customops.python.ops.roi_boxes import (
+    checked_row_width,
+    flat_rois,
+    padding_box,
+)
 from tensorflow_customops.python.ops.roi_checks import (
     check_aligned,
     check_data_format,
@@ -36,7 +41,7 @@ from tensorflow_customops.python.ops.roi_checks import (
     check_spatial_scale,
 )
 from tensorflow_customops.python.ops.roi_levels import (
-    check_pyramid,
+    checked_pyramid,
     fpn_levels,
     pyramid_scales,
 )
@@ -378,7 +383,7 @@ def multi_scale_roi_align(
         raise ValueError("features must hold at least one feature map")
     features = [check_features(f) for f in features]
     data_format = check_data_format(data_format)
-    check_pyramid(features, data_format)
+    features = checked_pyramid(features, data_format)
     scales = pyramid_scales(features, spatial_scales, image_size, data_format)
     canonical_scale, canonical_level = check_level_mapping(
         canonical_scale, canonical_level
@@ -399,10 +404,21 @@ def multi_scale_roi_align(
                 **attrs,
             )
         check_size(output_size)
-        flat, restore = flat_rois(rois, box_counts, features[0], min(scales))
+        xla = control_flow_util.GraphOrParentsInXlaContext(
+            tf.compat.v1.get_default_graph()
+        )
+        flat, restore = flat_rois(
+            rois, box_counts, features[0], min(scales), static_rows=xla
+        )
+        flat = checked_row_width(flat)
         levels = fpn_levels(
             flat[:, 1:], scales, float(canonical_scale), float(canonical_level)
         )
+        off_map = padding_box(flat.dtype, min(scales))
+        if xla and off_map is not None:
+            return restore(
+                _pool_levels_in_place(features, flat, levels, scales, off_map, attrs)
+            )
         count = len(features)
         positions = tf.dynamic_partition(tf.range(tf.shape(flat)[0]), levels, count)
         level_rois = tf.dynamic_partition(flat, levels, count)
@@ -411,3 +427,22 @@ def multi_scale_roi_align(
             for f, r, s in zip(features, level_rois, scales)
         ]
         return restore(tf.dynamic_stitch(positions, pooled))
+
+
+def _pool_levels_in_place(features, flat, levels, scales, off_map, attrs):
+    """multi_scale_roi_align's pooling for XLA: each level pools every row,
+    those of other levels moved to the box `off_map` (pooled to zeros, at the
+    cost of writing them), and each row keeps its own level's result. XLA
+    gives DynamicPartition's outputs dynamic sizes, and DynamicStitch needs
+    its indices when it compiles, so the partitioned form compiles only with
+    the boxes as compile-time constants: once for every new set of boxes."""
+    result = None
+    for level, (f, scale) in enumerate(zip(features, scales)):
+        here = tf.equal(levels, level)
+        rows = tf.concat(
+            [flat[:, :1], tf.where(here[:, tf.newaxis], flat[:, 1:], off_map)], 1
+        )
+        pooled = roi_align(f, rows, spatial_scale=scale, **attrs)
+        here = tf.reshape(here, [-1, 1, 1, 1])
+        result = pooled if result is None else tf.where(here, pooled, result)
+    return result

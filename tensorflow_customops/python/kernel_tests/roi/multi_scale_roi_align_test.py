@@ -229,6 +229,106 @@ class MultiScaleRoiAlignTest(tf.test.TestCase, parameterized.TestCase):
         )
         self.assertAllEqual(fn(features, boxes), expected)
 
+    def test_graph_and_jit_agree_with_eager(self):
+        # Padded boxes with box_counts, float64 rows, and rows of unknown
+        # width, forward and gradient: under jit the levels are pooled in
+        # place, in graphs and eagerly partitioned.
+        features = [tf.constant(f) for f in _pyramid(batch=2)]
+        boxes = tf.constant(_boxes(count=5))
+        counts = tf.constant([2, 5])
+        rows = tf.constant(_rows(_boxes(count=5)).astype(np.float64))
+        spec = [tf.TensorSpec([None, None, None, 3], tf.float64)] * 4
+        scales = [1 / s for s in _STRIDES]
+
+        def forward_and_gradient(levels, rois, box_counts=None):
+            with tf.GradientTape() as tape:
+                tape.watch([levels, rois])
+                out = tfco.multi_scale_roi_align(
+                    levels, rois, 2, spatial_scales=scales, box_counts=box_counts
+                )
+                loss = tf.reduce_sum(out * out)
+            return [out, *tape.gradient(loss, [levels, rois])]
+
+        cases = [
+            ("box_counts", (features, boxes, counts), None),
+            ("float64 rows", (features, rows), None),
+            (
+                "unknown width",
+                (features, rows),
+                [spec, tf.TensorSpec([None, None], tf.float64)],
+            ),
+        ]
+        for label, args, signature in cases:
+            expected = tf.nest.flatten(forward_and_gradient(*args))
+            for jit in (False, True):
+                fn = tf.function(
+                    forward_and_gradient, input_signature=signature, jit_compile=jit
+                )
+                with self.subTest(label, jit=jit):
+                    got = tf.nest.flatten(fn(*args))
+                    for g, e in zip(got, expected):
+                        self.assertEqual(g.dtype, e.dtype)
+                        self.assertAllClose(g, e, rtol=1e-12, atol=1e-12)
+        self.assertAllEqual(expected[0][0, 2:], tf.zeros_like(expected[0][0, 2:]))
+
+    def test_jit_compiles_once_for_all_boxes(self):
+        # DynamicStitch compiles only with its indices as constants, which
+        # would make the boxes compile-time constants: a program per batch.
+        features = [tf.constant(f) for f in _pyramid(batch=2)]
+        fn = tf.function(
+            lambda levels, rois: tfco.multi_scale_roi_align(
+                levels, rois, 2, spatial_scales=[1 / s for s in _STRIDES]
+            ),
+            jit_compile=True,
+        )
+        programs = {
+            fn.experimental_get_compiler_ir(features, tf.constant(_boxes(seed=s)))(
+                stage="hlo"
+            )
+            for s in (1, 2)
+        }
+        self.assertLen(programs, 1)
+
+    def test_pyramid_batch_sizes_must_agree(self):
+        features = _pyramid(batch=2)
+        features[1] = features[1][:1]
+        rows = _rows(_boxes(count=3))
+        with self.assertRaisesRegex(
+            ValueError,
+            r"features must share one batch size, got features\[0\] 2, "
+            r"features\[1\] 1, features\[2\] 2, features\[3\] 2",
+        ):
+            tfco.multi_scale_roi_align(features, rows, 2, image_size=_IMAGE_SIZE)
+        spec = tf.TensorSpec([None, None, None, 3], tf.float64)
+        for jit in (False, True):
+            fn = tf.function(
+                lambda levels: tfco.multi_scale_roi_align(
+                    levels, rows, 2, spatial_scales=[1 / s for s in _STRIDES]
+                ),
+                input_signature=[[spec] * 4],
+                jit_compile=jit,
+            )
+            with self.subTest(jit=jit):
+                with self.assertRaisesRegex(
+                    tf.errors.InvalidArgumentError,
+                    "features must share one batch size",
+                ):
+                    fn(features)
+
+    def test_rows_of_another_width_are_rejected(self):
+        features = _pyramid()
+        fn = tf.function(
+            lambda rois: tfco.multi_scale_roi_align(
+                features, rois, 2, image_size=_IMAGE_SIZE
+            ),
+            input_signature=[tf.TensorSpec([None, None], tf.float32)],
+        )
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError,
+            r"rois must have shape \[K, 5\] or \[N, K, 4\]",
+        ):
+            fn(_rows(_boxes(count=3))[:, 1:])
+
     def test_layer_matches_function(self):
         features = _pyramid("NCHW")
         boxes = _boxes()
