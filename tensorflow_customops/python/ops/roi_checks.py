@@ -46,6 +46,8 @@ def check_size(size, name="output_size"):
         raise TypeError(f"{name} must be an int or a pair of ints, got {size!r}")
     if min(pair) <= 0:
         raise ValueError(f"{name} must be positive, got {size!r}")
+    if max(pair) >= 2**31:
+        raise ValueError(f"{name} must be below 2**31, got {size!r}")
     return pair
 
 
@@ -68,15 +70,16 @@ def _check_int(value, name):
 
 
 def check_spatial_scale(spatial_scale):
-    """A finite positive float, also in float32 (the op's attribute type)."""
+    """A finite positive float, also in float32 (the op's attribute type), and
+    a normal one there: the kernels run with subnormals flushed to zero."""
     if isinstance(spatial_scale, bool) or not isinstance(spatial_scale, numbers.Real):
         raise TypeError(f"spatial_scale must be a number, got {spatial_scale!r}")
     with np.errstate(over="ignore"):
         as_float32 = np.float32(spatial_scale)
-    if not 0 < as_float32 < np.inf:
+    if not np.finfo(np.float32).tiny <= as_float32 < np.inf:
         raise ValueError(
-            "spatial_scale must be a finite positive number (in float32), got "
-            f"{spatial_scale!r}"
+            "spatial_scale must be a finite positive number (in float32), at "
+            f"least 2**-126 (float32's smallest normal number), got {spatial_scale!r}"
         )
     return float(spatial_scale)
 

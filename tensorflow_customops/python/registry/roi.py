@@ -165,9 +165,10 @@ def _large_shapes(test, op):
     ):
         traced_shapes(pooled, *specs)
     if op == "roi_align":
-        # The wrapper's output_size is an int attr the shape function reads
-        # as int32: rejected when the graph is built.
-        with test.assertRaisesRegex(ValueError, "out of range for an int32"):
+        # output_size sets the ops' int32 attrs: the wrapper names it.
+        with test.assertRaisesRegex(
+            ValueError, r"output_size must be below 2\*\*31, got 2147483648"
+        ):
             traced_shapes(
                 lambda f, r: tfco.roi_align(f, r, 2**31),
                 tf.TensorSpec([1, 2, 2, 1], tf.float32),

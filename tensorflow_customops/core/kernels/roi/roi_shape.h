@@ -30,7 +30,7 @@ namespace roi {
 // wrappers and layers, which check it before tracing).
 constexpr int kMaxSamplingRatio = 64;
 
-// Reads and checks the attrs of a `kind` op (spatial_scale finite and > 0,
+// Reads and checks the attrs of a `kind` op (spatial_scale normal and > 0,
 // sampling_ratio <= kMaxSamplingRatio); pooled_height, pooled_width (>= 1)
 // and data_format (NHWC or NCHW) are checked against the OpDef. Context is
 // an InferenceContext or an OpKernelConstruction.
@@ -40,9 +40,11 @@ Status ReadRoiAttrs(Context* c, RoiKind kind, RoiAttrs* attrs) {
   TF_RETURN_IF_ERROR(c->GetAttr("pooled_height", &attrs->pooled_height));
   TF_RETURN_IF_ERROR(c->GetAttr("pooled_width", &attrs->pooled_width));
   TF_RETURN_IF_ERROR(c->GetAttr("spatial_scale", &attrs->spatial_scale));
-  if (!std::isfinite(attrs->spatial_scale) || attrs->spatial_scale <= 0) {
+  // Subnormals too: kernels run with them flushed to zero.
+  if (!std::isnormal(attrs->spatial_scale) || attrs->spatial_scale < 0) {
     return errors::InvalidArgument(
-        "spatial_scale must be finite and positive, got ",
+        "spatial_scale must be finite and positive, at least 2^-126 (float's "
+        "smallest normal number), got ",
         attrs->spatial_scale);
   }
   if (attrs->bilinear()) {

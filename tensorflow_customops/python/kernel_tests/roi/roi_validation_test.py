@@ -115,7 +115,8 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
                 pooled_width=1,
             )
 
-    @parameterized.product(op=util.OP_NAMES, scale=[0.0, -0.5, np.nan, np.inf])
+    # 1e-39 is a float32 subnormal, which the kernels would read as 0.
+    @parameterized.product(op=util.OP_NAMES, scale=[0.0, -0.5, np.nan, np.inf, 1e-39])
     def test_spatial_scale(self, op, scale):
         rois = [[0, 1, 1, 3, 3]]
         with self.assertRaisesRegex(
@@ -127,6 +128,17 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
             r"spatial_scale must be finite and positive",
         ):
             _raw_call(op, _features(op), rois, spatial_scale=scale)
+
+    @parameterized.parameters(util.OP_NAMES)
+    def test_subnormal_spatial_scale_fails_when_the_graph_is_built(self, op):
+        # The shape function sees the value the kernels would read as 0.
+        fn = tf.function(
+            lambda: _raw_call(op, _features(op), [[0, 1, 1, 3, 3]], spatial_scale=1e-39)
+        )
+        with self.assertRaisesRegex(
+            ValueError, r"at least 2\^-126 \(float's smallest normal number\), got "
+        ):
+            fn.get_concrete_function()
 
     @parameterized.product(op=sorted(util.SAMPLING), ratio=[65, 10**6])
     def test_sampling_ratio_bound(self, op, ratio):
