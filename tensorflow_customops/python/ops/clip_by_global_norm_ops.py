@@ -6,7 +6,11 @@ import collections.abc
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import load_library
-from tensorflow_customops.python.ops.op_specs import allowed_dtypes, dtype_names
+from tensorflow_customops.python.ops.op_specs import (
+    allowed_dtypes,
+    dtype_names,
+    typed_tensor,
+)
 
 _ops = load_library.load_op_library()
 _DTYPES = allowed_dtypes("CustomOps>ClipByGlobalNorm")
@@ -72,7 +76,12 @@ def clip_by_global_norm(t_list, clip_norm, name=None):
             "clip_by_global_norm: t_list must hold tensors of one type among "
             f"{dtype_names(_DTYPES, 'and')}, got {names}"
         )
-    clip_norm = tf.convert_to_tensor(clip_norm, dtype=values[0].dtype)
+    clip_norm = typed_tensor(
+        clip_norm,
+        "clip_by_global_norm: clip_norm",
+        _DTYPES,
+        like=("t_list", values[0].dtype),
+    )
     scaled, global_norm = _ops.custom_ops_clip_by_global_norm(
         t=values, clip_norm=clip_norm, name=name
     )

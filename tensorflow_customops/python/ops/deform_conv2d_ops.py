@@ -74,6 +74,11 @@ def _offset_groups(offset, filter, data_format):
     (the op reads it at run time) where they are not known statically."""
     channels = offset.shape[1 if data_format == "NCHW" else 3]
     kh, kw = filter.shape[0], filter.shape[1]
+    if 0 in filter.shape[:3]:
+        raise ValueError(
+            "filter must have positive height, width and input channels, got "
+            f"shape {filter.shape}"
+        )
     if channels is None or kh is None or kw is None:
         return 0
     if kh * kw == 0 or channels == 0 or channels % (2 * kh * kw):

@@ -271,11 +271,17 @@ class ClipByGlobalNormTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_clip_norm_of_another_dtype(self):
         with self.assertRaisesRegex(
-            (TypeError, ValueError, tf.errors.InvalidArgumentError), r"float64"
+            TypeError,
+            r"^clip_by_global_norm: clip_norm must have t_list's dtype, float32, "
+            r"got float64$",
         ):
             tfco.clip_by_global_norm(
                 [tf.ones([2], tf.float32)], tf.constant(1.0, tf.float64)
             )
+        # A Python number takes t_list's dtype.
+        clipped, norm = tfco.clip_by_global_norm([tf.ones([4], tf.float16)], 1)
+        self.assertEqual(norm.dtype, tf.float16)
+        self.assertAllClose(clipped[0], [0.5] * 4)
 
     def test_mixed_dtypes(self):
         with self.assertRaisesRegex(TypeError, r"t_list must hold tensors of one"):

@@ -432,6 +432,13 @@ class DeformConv2dTest(tf.test.TestCase, parameterized.TestCase):
             ValueError, r"offset must have 2 \* offset_groups \* kh \* kw channels"
         ):
             call(x, offset[..., :5], filt)
+        for empty in ([0, 3, 4, 6], [3, 0, 4, 6], [3, 2, 0, 6]):
+            with self.assertRaisesRegex(
+                ValueError,
+                r"^filter must have positive height, width and input channels, "
+                rf"got shape \({', '.join(map(str, empty))}\)$",
+            ):
+                call(x, offset, tf.zeros(empty, tf.float64))
         with self.assertRaisesRegex(ValueError, "bias must have rank 1"):
             call(x, offset, filt, bias=tf.zeros([1, 6], tf.float64), **case.kwargs())
 

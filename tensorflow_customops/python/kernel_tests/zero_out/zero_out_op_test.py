@@ -66,6 +66,19 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
         ):
             self.evaluate(tfco.zero_out([1, 2], keep=-1))
 
+    def test_keep_must_be_a_python_int(self):
+        # A float would be truncated and a tensor taken in eager mode only.
+        for keep in (2.9, True, np.float32(2.0), tf.constant(2)):
+            with self.subTest(keep=keep):
+                message = r"keep must be a Python int \(it sets the op's attribute"
+                with self.assertRaisesRegex(TypeError, "^" + message):
+                    tfco.zero_out([1, 2, 3], keep=keep)
+                with self.assertRaisesRegex(TypeError, message):
+                    tf.function(lambda k: tfco.zero_out([1, 2, 3], keep=k))(keep)
+        with self.assertRaisesRegex(ValueError, r"^keep must be below 2\*\*63, got"):
+            tfco.zero_out([1, 2, 3], keep=2**63)
+        self.assertAllEqual(tfco.zero_out([1, 2, 3], keep=np.int64(2)), [1, 2, 0])
+
     def test_default_dtype_from_python_list(self):
         y = tfco.zero_out([[1, 2], [3, 4]])
         self.assertEqual(y.dtype, tf.int32)
