@@ -252,6 +252,9 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale, static_rows):
     off_map = padding_box(rois.dtype, spatial_scale) if static_rows else None
     if box_counts is None or off_map is not None:
         if box_counts is not None:
+            # One count per image by shape too (the op has checked it when
+            # this runs), so that a wrong count of counts is the op's error.
+            box_counts = tf.gather(box_counts, tf.range(num_images))
             real = tf.sequence_mask(box_counts, boxes_per_image, tf.bool)
             rois = tf.where(real[..., tf.newaxis], rois, off_map)
         index = tf.repeat(tf.range(num_images), boxes_per_image)

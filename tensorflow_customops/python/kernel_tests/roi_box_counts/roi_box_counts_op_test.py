@@ -59,8 +59,13 @@ _FUNCTIONS = ("roi_pool", "roi_align", "ps_roi_pool", "ps_roi_align")
 
 def _pool(name, features, boxes, counts):
     if name == "multi_scale_roi_align":
+        # Two levels: one level is roi_align itself.
         return tfco.multi_scale_roi_align(
-            [features], boxes, 2, spatial_scales=[1.0], box_counts=counts
+            [features, features[:, ::2, ::2]],
+            boxes,
+            2,
+            spatial_scales=[1.0, 0.5],
+            box_counts=counts,
         )
     return getattr(tfco, name)(features, boxes, 2, box_counts=counts)
 
@@ -370,7 +375,7 @@ _LOG_SCRIPT = textwrap.dedent(
     def pool(name, f, b, c):
         if name == "multi_scale_roi_align":
             return tfco.multi_scale_roi_align(
-                [f], b, 2, spatial_scales=[1.0], box_counts=c
+                [f, f[:, ::2, ::2]], b, 2, spatial_scales=[1.0, 0.5], box_counts=c
             )
         return getattr(tfco, name)(f, b, 2, box_counts=c)
 
@@ -403,8 +408,8 @@ _LOG_SCRIPT = textwrap.dedent(
         for layer in (tfco.layers.RoIPool(2), tfco.layers.RoIAlign(2),
                       tfco.layers.PSRoIPool(2), tfco.layers.PSRoIAlign(2))
     ]
-    outputs.append(tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[1.0])(
-        [images], box_input, count_input))
+    outputs.append(tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[1.0, 0.5])(
+        [images, images[:, ::2, ::2]], box_input, count_input))
     pooled = keras.layers.Concatenate()(
         [keras.layers.Lambda(lambda p: tf.reduce_mean(p, [-3, -2]))(o)
          for o in outputs])
