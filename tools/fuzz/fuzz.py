@@ -166,6 +166,13 @@ class Fuzzer:
             f"--memory-limit-mb={memory_limit_mb}",
         ]
         self._env = dict(os.environ)
+        # TensorFlow's oneDNN build pools CPU memory in a BFC allocator, which
+        # waits 10 s for memory to be freed before failing an allocation too
+        # large for the worker: two such cases used up an op's time in the
+        # quick profile. Without oneDNN (no library op uses it) each tensor is
+        # its own allocation, failed at once, and an overrun past it is no
+        # longer inside a pool.
+        self._env["TF_ENABLE_ONEDNN_OPTS"] = "0"
         if "libasan" in self._env.get("LD_PRELOAD", ""):
             # With ASan's allocator, a failed huge allocation returns null to
             # TensorFlow (which reports ResourceExhausted) as plain malloc does,
