@@ -7,6 +7,7 @@ back in the layout of the boxes."""
 import numpy as np
 import tensorflow as tf
 from tensorflow.python import pywrap_tfe
+from tensorflow.python.ops import control_flow_util
 
 from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.roi_box_counts_ops import checked_box_counts
@@ -74,13 +75,21 @@ def _check_image_count(num_images, features):
     ]
 
 
-def flat_rois(rois, box_counts, features, spatial_scale, static_rows=False):
+def in_xla_context():
+    """Whether the graph being built is to be compiled by XLA (jit_compile)."""
+    return control_flow_util.GraphOrParentsInXlaContext(
+        tf.compat.v1.get_default_graph()
+    )
+
+
+def flat_rois(rois, box_counts, features, spatial_scale):
     """The `[M, 5]` rows the ops take, and a function from the ops' `[M, ...]`
     result back to the layout of `rois`; `spatial_scale` is the smallest the
-    rows are pooled at. With `static_rows`, padding boxes (past `box_counts`)
-    are rows too, off the map, in graphs as in eager mode, so that `M` is
-    `N * K` and not a count known only when the graph runs (XLA's
-    DynamicStitch needs its indices when it compiles)."""
+    rows are pooled at. Under XLA, padding boxes (past `box_counts`) are rows
+    too, off the map, as in eager mode, so that `M` is `N * K` and the result
+    a reshape: XLA's ScatterNd needs its shape when it compiles, which a
+    dynamic N is not, and DynamicStitch (multi_scale_roi_align) its
+    indices."""
     if isinstance(rois, tf.RaggedTensor):
         if box_counts is not None:
             raise ValueError(
@@ -112,9 +121,7 @@ def flat_rois(rois, box_counts, features, spatial_scale, static_rows=False):
     rois = tf.cast(rois, _box_dtype([rois.dtype], features))
     rank = rois.shape.rank
     if rank == 3 and rois.shape[2] in (None, 4):
-        return _flat_batched_rois(
-            rois, box_counts, features, spatial_scale, static_rows
-        )
+        return _flat_batched_rois(rois, box_counts, features, spatial_scale)
     if rank not in (None, 2) or (rank == 2 and rois.shape[1] not in (None, 5)):
         raise ValueError(
             f"rois must have shape [K, 5] or [N, K, 4] ({_BOX_FORMATS}), got "
@@ -225,7 +232,7 @@ def padding_box(dtype, spatial_scale):
     return box if np.isfinite(box).all() else None
 
 
-def _flat_batched_rois(rois, box_counts, features, spatial_scale, static_rows):
+def _flat_batched_rois(rois, box_counts, features, spatial_scale):
     num_images, boxes_per_image = _leading_dim(rois), _leading_dim(rois, 1)
     if box_counts is None:
         checks = _check_image_count(num_images, features)
@@ -249,7 +256,7 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale, static_rows):
     def result_shape(out):
         return [num_images, boxes_per_image, *(_leading_dim(out, a) for a in (1, 2, 3))]
 
-    off_map = padding_box(rois.dtype, spatial_scale) if static_rows else None
+    off_map = padding_box(rois.dtype, spatial_scale) if in_xla_context() else None
     if box_counts is None or off_map is not None:
         if box_counts is not None:
             # One count per image by shape too (the op has checked it when

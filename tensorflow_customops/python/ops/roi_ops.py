@@ -20,7 +20,6 @@ mixing rows and per-image boxes is an error.
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
 
 from tensorflow_customops.python.ops import (
     load_library,
@@ -29,6 +28,7 @@ from tensorflow_customops.python.ops import (
 from tensorflow_customops.python.ops.roi_boxes import (
     checked_row_width,
     flat_rois,
+    in_xla_context,
     padding_box,
 )
 from tensorflow_customops.python.ops.roi_checks import (
@@ -404,18 +404,13 @@ def multi_scale_roi_align(
                 **attrs,
             )
         check_size(output_size)
-        xla = control_flow_util.GraphOrParentsInXlaContext(
-            tf.compat.v1.get_default_graph()
-        )
-        flat, restore = flat_rois(
-            rois, box_counts, features[0], min(scales), static_rows=xla
-        )
+        flat, restore = flat_rois(rois, box_counts, features[0], min(scales))
         flat = checked_row_width(flat)
         levels = fpn_levels(
             flat[:, 1:], scales, float(canonical_scale), float(canonical_level)
         )
         off_map = padding_box(flat.dtype, min(scales))
-        if xla and off_map is not None:
+        if in_xla_context() and off_map is not None:
             return restore(
                 _pool_levels_in_place(features, flat, levels, scales, off_map, attrs)
             )
