@@ -3,7 +3,9 @@ and the registry's gradient cases, forward and gradient, compile under
 jit_compile=True and match eager on CPU for every dtype and layout, bit for
 bit or within the tolerance its registry entry states; ops lowered to custom
 calls into their kernels do so (bit for bit), and their HLO lowerings are
-checked too; with unknown input shapes too; an op that cannot be lowered by
+checked too; with unknown input shapes too, and with dynamic ones (refused
+with an error naming the input where a lowering cannot take them); an op
+that cannot be lowered by
 design fails at compile time with its reason; and the lowerings load in
 either order with a jit compilation."""
 
@@ -278,6 +280,66 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         ):
             if have is not None:
                 self.assertAllClose(want, have, rtol=tolerance[0], atol=tolerance[1])
+
+    @_each(_cases(supported=True))
+    def test_dynamic_first_dimensions(self, op, case):
+        # Each input's first dimension made dynamic (under XLA, tf.boolean_mask
+        # gives a size known at run time under a static bound): the result
+        # is eager's, or the compilation fails naming the input; never what
+        # the padded bound gives.
+        self._skip_unless_compiled(op)
+        tensors, _ = case.tensors(tf.float32)
+        weights = _weights(case, tf.float32)
+        run = _forward_and_gradient(case, weights)
+        expected = tf.nest.flatten(run(*tensors))
+        tolerance = _tolerance(op).get("float32", (0, 0))
+        refused = re.escape(op) + r" under XLA: dimension \d+ of [\w\[\]]+ is dynamic"
+        for i, tensor in enumerate(tensors):
+            if tensor.shape.rank == 0 or tensor.shape[0] == 0:
+                continue
+
+            def masked(keep, *tensors, i=i):
+                tensors = list(tensors)
+                tensors[i] = tf.boolean_mask(tensors[i], keep)
+                return run(*tensors)
+
+            keep = tf.ones([tensor.shape[0]], tf.bool)
+            with self.subTest(input=i):
+                try:
+                    got = tf.function(masked, jit_compile=True)(keep, *tensors)
+                except tf.errors.UnimplementedError as e:
+                    self.assertRegex(e.message, refused)
+                    continue
+                for want, have in zip(expected, tf.nest.flatten(got)):
+                    if have is not None:
+                        self.assertAllClose(
+                            want, have, rtol=tolerance[0], atol=tolerance[1]
+                        )
+
+    def test_dynamic_inner_dimensions_are_refused(self):
+        # A map's height, a tensor's column count: neither lowering can take
+        # them dynamic, and padded they would be read at their bounds.
+        features = tf.constant(np.arange(32.0).reshape(1, 4, 4, 2), tf.float32)
+        rows = tf.constant(np.array([[1, 2, 3, 4]] * 3), tf.float32)
+        keep = tf.constant([True, True, False, True])
+        cases = [
+            (
+                lambda: tfco.roi_align(
+                    tf.boolean_mask(features, keep, axis=1), [[0, 0, 0, 2, 2]], 1
+                ),
+                r"CustomOps>RoiAlign under XLA: dimension 1 of features is dynamic "
+                r"\(at most 4",
+            ),
+            (
+                lambda: tfco.zero_out(tf.boolean_mask(rows, keep, axis=1), keep=4),
+                r"CustomOps>ZeroOut under XLA: dimension 1 of to_zero is dynamic",
+            ),
+        ]
+        for fn, message in cases:
+            with self.subTest(message=message):
+                self.assertIsNotNone(fn())
+                with self.assertRaisesRegex(tf.errors.UnimplementedError, message):
+                    tf.function(fn, jit_compile=True)()
 
     def test_tolerances_name_dtypes_and_reasons(self):
         for op, entry in op_registry.entries().items():

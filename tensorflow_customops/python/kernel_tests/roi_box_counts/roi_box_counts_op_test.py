@@ -189,6 +189,23 @@ class RoiBoxCountsOpTest(tf.test.TestCase, parameterized.TestCase):
         )
         self.assertIn('custom_call_target="tfco_roi_box_counts"', hlo)
 
+    def test_check_runs_where_nothing_reads_it(self):
+        # A check whose output nothing reads: the custom call has a side
+        # effect, so XLA keeps it.
+        if not xla_test_util.custom_calls():
+            self.skipTest("this build's lowerings build HLO only")
+
+        @tf.function(jit_compile=True)
+        def unread(features, boxes, counts):
+            _ops.custom_ops_roi_box_counts(features, boxes, counts)
+            return tf.reduce_sum(features)
+
+        with self.assertRaisesRegex(
+            (tf.errors.InvalidArgumentError, tf.errors.InternalError),
+            re.escape("box_counts must not be negative, got [1, -1]"),
+        ):
+            unread(_FEATURES, _BOXES, _counts([1, -1]))
+
     def test_no_gradient(self):
         features = tf.constant(_FEATURES)
         with tf.GradientTape() as tape:

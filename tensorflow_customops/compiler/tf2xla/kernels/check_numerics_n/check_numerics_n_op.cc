@@ -14,6 +14,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/static_shapes.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 
 namespace tensorflow {
@@ -111,25 +112,27 @@ class CheckNumericsNOp : public XlaOpKernel {
   void Compile(XlaOpKernelContext* context) override {
 #if TFCO_XLA_CUSTOM_CALLS
     if (choice_.Use()) {
+      std::vector<int> inputs;
       std::vector<xla::XlaOp> operands;
       std::vector<CustomCallResult> results;
       for (int i = 0; i < context->num_inputs(); ++i) {
+        inputs.push_back(i);
         operands.push_back(context->Input(i));
         const auto dims = context->InputShape(i).dim_sizes();
         results.push_back({context->input_xla_type(i),
                            std::vector<int64_t>(dims.begin(), dims.end())});
       }
-      if (!HasOtherDynamicDimensions(context, operands, {})) {
-        FfiAttributes attributes;
-        attributes.String("message", message_);
-        const std::vector<xla::XlaOp> outputs =
-            EmitCustomCall(context, kTarget, operands, /*boxes=*/-1, results,
-                           attributes, /*results_alias_operands=*/true);
-        for (size_t i = 0; i < outputs.size(); ++i) {
-          context->SetOutput(i, outputs[i]);
-        }
-        return;
+      // The handler would check the padding past a dynamic size too.
+      OP_REQUIRES_OK(context, CheckStaticDimensions(context, inputs));
+      FfiAttributes attributes;
+      attributes.String("message", message_);
+      const std::vector<xla::XlaOp> outputs =
+          EmitCustomCall(context, kTarget, operands, /*boxes=*/-1, results,
+                         attributes, /*results_alias_operands=*/true);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        context->SetOutput(i, outputs[i]);
       }
+      return;
     }
 #endif
     context->SetStatus(errors::Unimplemented(

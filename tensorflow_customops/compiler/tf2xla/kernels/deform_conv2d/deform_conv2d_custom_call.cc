@@ -21,7 +21,6 @@ bool DeformConvCustomCall::Compile(
   for (int i = 0; i < (grad ? 5 : 4); ++i) {
     operands.push_back(context->Input(i));
   }
-  if (HasOtherDynamicDimensions(context, operands, {})) return false;
   const xla::PrimitiveType type = context->input_xla_type(0);
   std::vector<CustomCallResult> results;
   if (grad) {

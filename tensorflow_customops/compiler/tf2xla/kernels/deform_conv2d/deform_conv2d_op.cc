@@ -10,11 +10,13 @@
 
 #include <array>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow_customops/compiler/tf2xla/kernels/deform_conv2d/deform_conv2d_custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/static_shapes.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 #include "tensorflow_customops/core/kernels/deform_conv2d/deform_conv2d_shape.h"
@@ -77,6 +79,10 @@ Status Dims4(const TensorShape& shape, const char* name,
 
 // Checks the inputs with the kernels' messages and fills `c`.
 Status Prepare(XlaOpKernelContext* context, const dc::Attrs& attrs, Call* c) {
+  // Both lowerings size everything from the bounds of dynamic dimensions.
+  std::vector<int> inputs(context->num_inputs());
+  std::iota(inputs.begin(), inputs.end(), 0);
+  TF_RETURN_IF_ERROR(CheckStaticDimensions(context, inputs));
   std::array<int64_t, 4> input, filter, offset, mask{-1, -1, -1, -1};
   TF_RETURN_IF_ERROR(Dims4(context->InputShape(0), "input", &input));
   TF_RETURN_IF_ERROR(Dims4(context->InputShape(1), "filter", &filter));

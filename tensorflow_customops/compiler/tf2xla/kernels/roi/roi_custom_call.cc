@@ -44,7 +44,6 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
   if (!choice_.Use()) return false;
   const bool pool = attrs.kind == RoiKind::kPool;
   std::vector<xla::XlaOp> operands;
-  std::vector<int> rows;  // operands whose first dimension is the boxes'
   int boxes = 0;
   std::vector<CustomCallResult> results;
   const xla::PrimitiveType type =
@@ -61,7 +60,6 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
   switch (role) {
     case RoiOpRole::kForward:
       operands = {context->Input(0), context->Input(1)};
-      rows = {1};
       boxes = 1;
       results.push_back({type, pooled_dims, true});
       if (pool) results.push_back({xla::S32, pooled_dims, true});
@@ -69,11 +67,7 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
       break;
     case RoiOpRole::kGrad: {
       operands = {context->Input(0), context->Input(1)};
-      rows = {0, 1};
-      if (pool) {
-        operands.push_back(context->Input(2));
-        rows.push_back(2);
-      }
+      if (pool) operands.push_back(context->Input(2));
       boxes = 1;
       std::vector<int64_t> features_dims = {shape.batch, shape.height,
                                             shape.width, shape.channels};
@@ -87,13 +81,11 @@ bool RoiCustomCall::Compile(XlaOpKernelContext* context, RoiOpRole role,
     }
     case RoiOpRole::kGradBoxes:
       operands = {context->Input(0), context->Input(1), context->Input(2)};
-      rows = {0, 2};
       boxes = 2;
       results.push_back({boxes_type, {shape.num_rois, 5}, true});
       target = handlers::kGradBoxes;
       break;
   }
-  if (HasOtherDynamicDimensions(context, operands, rows)) return false;
   if (choice_.OnGpu()) {
     // The GPU handlers cannot read a dynamic count (it lives on the device).
     if (HasOtherDynamicDimensions(context, operands, {})) return false;

@@ -31,6 +31,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow_customops/compiler/tf2xla/kernels/roi/roi_custom_call.h"
+#include "tensorflow_customops/compiler/tf2xla/static_shapes.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/core/kernels/roi/roi_geometry.h"
 #include "tensorflow_customops/core/kernels/roi/roi_shape.h"
@@ -258,10 +259,30 @@ class RoiXlaOpKernel : public XlaOpKernel {
   }
 
  protected:
-  // True when the custom call lowers the op, in `role`; otherwise the HLO
-  // does, and `c` takes its types from input `typed_input`.
+  // True when the op is done: lowered by the custom call, in `role`, or
+  // refused for an input of dynamic shape (the error set on `context`).
+  // Otherwise the HLO lowers it, and `c` takes its types from input
+  // `typed_input`. Both take bounded-dynamic boxes only.
   bool CustomCallLowers(XlaOpKernelContext* context, roi::RoiOpRole role,
                         int typed_input, Call* c) {
+    const bool pool = attrs_.kind == RoiKind::kPool;
+    Status status;
+    switch (role) {
+      case roi::RoiOpRole::kForward:  // features, rois
+        status = CheckStaticDimensions(context, {0, 1}, {1});
+        break;
+      case roi::RoiOpRole::kGrad:  // grads, rois, argmax
+        status = pool ? CheckStaticDimensions(context, {0, 1, 2}, {0, 1, 2})
+                      : CheckStaticDimensions(context, {0, 1}, {0, 1});
+        break;
+      case roi::RoiOpRole::kGradBoxes:  // grads, features, rois
+        status = CheckStaticDimensions(context, {0, 1, 2}, {0, 2});
+        break;
+    }
+    if (!status.ok()) {
+      context->SetStatus(status);
+      return true;
+    }
     if (custom_call_.Compile(context, role, attrs_, c->shape)) return true;
     SetTypes(context->input_xla_type(typed_input), c);
     return false;

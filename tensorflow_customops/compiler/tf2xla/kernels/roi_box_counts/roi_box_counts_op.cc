@@ -141,7 +141,8 @@ class RoiBoxCountsOp : public XlaOpKernel {
           0, EmitCustomCall(context, kTarget, {context->Input(2)},
                             /*boxes=*/-1,
                             {{counts.element_type(), {counts.dimensions(0)}}},
-                            attributes, /*results_alias_operands=*/true)[0]);
+                            attributes, /*results_alias_operands=*/true,
+                            /*has_side_effect=*/true)[0]);
       return;
     }
 #endif

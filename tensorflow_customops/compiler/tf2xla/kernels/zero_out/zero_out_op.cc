@@ -2,6 +2,7 @@
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow_customops/compiler/tf2xla/static_shapes.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_builder.h"
 #include "tensorflow_customops/compiler/tf2xla/xla_op_registration.h"
 
@@ -18,6 +19,8 @@ class ZeroOutOp : public XlaOpKernel {
   }
 
   void Compile(XlaOpKernelContext* context) override {
+    // The flat index counts the bounds of dynamic dimensions.
+    OP_REQUIRES_OK(context, CheckStaticDimensions(context, {0}));
     const TensorShape shape = context->InputShape(0);
     xla::XlaBuilder* b = context->builder();
     const int64_t size = shape.num_elements();
