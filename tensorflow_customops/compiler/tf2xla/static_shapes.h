@@ -12,8 +12,8 @@ namespace customops {
 
 // OK, or an error naming the first of `inputs` with a dynamic dimension (its
 // size known only at run time, under a static bound: from tf.boolean_mask or
-// tf.where, say), besides dimension 0 of `row_inputs` (the boxes' rows, which
-// the RoI lowerings take bounded-dynamic). Padded to its bound, such an input
+// tf.where, say), besides dimension 0 of `row_inputs` (rows, such as boxes,
+// that the lowering takes bounded-dynamic). Padded to its bound, such an input
 // would be read as if the bound were its size.
 Status CheckStaticDimensions(XlaOpKernelContext* context,
                              absl::Span<const int> inputs,

@@ -316,31 +316,6 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                             want, have, rtol=tolerance[0], atol=tolerance[1]
                         )
 
-    def test_dynamic_inner_dimensions_are_refused(self):
-        # A map's height, a tensor's column count: neither lowering can take
-        # them dynamic, and padded they would be read at their bounds.
-        features = tf.constant(np.arange(32.0).reshape(1, 4, 4, 2), tf.float32)
-        rows = tf.constant(np.array([[1, 2, 3, 4]] * 3), tf.float32)
-        keep = tf.constant([True, True, False, True])
-        cases = [
-            (
-                lambda: tfco.roi_align(
-                    tf.boolean_mask(features, keep, axis=1), [[0, 0, 0, 2, 2]], 1
-                ),
-                r"CustomOps>RoiAlign under XLA: dimension 1 of features is dynamic "
-                r"\(at most 4",
-            ),
-            (
-                lambda: tfco.zero_out(tf.boolean_mask(rows, keep, axis=1), keep=4),
-                r"CustomOps>ZeroOut under XLA: dimension 1 of to_zero is dynamic",
-            ),
-        ]
-        for fn, message in cases:
-            with self.subTest(message=message):
-                self.assertIsNotNone(fn())
-                with self.assertRaisesRegex(tf.errors.UnimplementedError, message):
-                    tf.function(fn, jit_compile=True)()
-
     def test_tolerances_name_dtypes_and_reasons(self):
         for op, entry in op_registry.entries().items():
             for dtype_name, (_, _, reason) in entry.xla_tolerance.items():

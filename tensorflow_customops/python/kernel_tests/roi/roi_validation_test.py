@@ -130,6 +130,33 @@ class RoiValidationTest(tf.test.TestCase, parameterized.TestCase):
             _raw_call(op, _features(op), rois, spatial_scale=scale)
 
     @parameterized.parameters(util.OP_NAMES)
+    def test_dynamic_map_dimensions_under_jit_are_refused(self, op):
+        # Read at its bound, a masked height would pool padding; boxes may
+        # have a dynamic count.
+        # The masks are arguments: a constant one would be folded away.
+        features = _features(op)
+        rows = tf.constant([[0, 0, 0, 2, 2], [0, 1, 1, 3, 3]], tf.float32)
+        keep_rows = tf.constant([True, True, False, True, True, True])
+        keep_boxes = tf.constant([True, False])
+
+        def masked_height(keep):
+            return _call(op, tf.boolean_mask(features, keep, axis=1), rows)
+
+        def masked_boxes(keep):
+            return _call(op, features, tf.boolean_mask(rows, keep))
+
+        self.assertIsNotNone(masked_height(keep_rows))
+        with self.assertRaisesRegex(
+            tf.errors.UnimplementedError,
+            r"under XLA: dimension 1 of features is dynamic \(at most 6",
+        ):
+            tf.function(masked_height, jit_compile=True)(keep_rows)
+        self.assertAllClose(
+            tf.function(masked_boxes, jit_compile=True)(keep_boxes),
+            masked_boxes(keep_boxes),
+        )
+
+    @parameterized.parameters(util.OP_NAMES)
     def test_subnormal_spatial_scale_fails_when_the_graph_is_built(self, op):
         # The shape function sees the value the kernels would read as 0.
         fn = tf.function(

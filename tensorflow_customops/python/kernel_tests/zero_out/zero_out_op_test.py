@@ -79,6 +79,23 @@ class ZeroOutTest(tf.test.TestCase, parameterized.TestCase):
             tfco.zero_out([1, 2, 3], keep=2**63)
         self.assertAllEqual(tfco.zero_out([1, 2, 3], keep=np.int64(2)), [1, 2, 0])
 
+    def test_dynamic_dimension_under_jit_is_refused(self):
+        # The flat index would count the padding past a dynamic size.
+        rows = tf.constant(np.arange(12.0).reshape(3, 4))
+        keep = tf.constant([True, True, False, True])
+
+        def masked():
+            return tfco.zero_out(tf.boolean_mask(rows, keep, axis=1), keep=4)
+
+        self.assertAllEqual(masked(), [[0, 1, 3], [4, 0, 0], [0, 0, 0]])
+        with self.assertRaisesRegex(
+            tf.errors.UnimplementedError,
+            r"CustomOps>ZeroOut under XLA: dimension 1 of to_zero is dynamic "
+            r"\(at most 4, as from tf.boolean_mask or tf.where\), and to_zero "
+            r"must have a static shape",
+        ):
+            tf.function(masked, jit_compile=True)()
+
     def test_default_dtype_from_python_list(self):
         y = tfco.zero_out([[1, 2], [3, 4]])
         self.assertEqual(y.dtype, tf.int32)
