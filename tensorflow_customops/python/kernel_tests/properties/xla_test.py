@@ -266,20 +266,28 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                     else:
                         self.assertAllEqual(want, have)
 
-    @_each(_cases(supported=True))
-    def test_unknown_shapes(self, op, case):
+    def _float32_step(self, op, case):
+        """(tensors, run, check) of `case` in float32: its inputs, its forward
+        and gradient, and a check of another path's results against run's
+        within the op's float32 tolerance."""
         self._skip_unless_compiled(op)
         tensors, _ = case.tensors(tf.float32)
-        weights = _weights(case, tf.float32)
-        run = _forward_and_gradient(case, weights)
+        run = _forward_and_gradient(case, _weights(case, tf.float32))
+        expected = tf.nest.flatten(run(*tensors))
+        rtol, atol = _tolerance(op).get("float32", (0, 0))[:2]
+
+        def check(got):
+            for want, have in zip(expected, tf.nest.flatten(got)):
+                if have is not None:
+                    self.assertAllClose(want, have, rtol=rtol, atol=atol)
+
+        return tensors, run, check
+
+    @_each(_cases(supported=True))
+    def test_unknown_shapes(self, op, case):
+        tensors, run, check = self._float32_step(op, case)
         signature = [tf.TensorSpec([None] * t.shape.rank, t.dtype) for t in tensors]
-        jit = tf.function(run, jit_compile=True, input_signature=signature)
-        tolerance = _tolerance(op).get("float32", (0, 0))
-        for want, have in zip(
-            tf.nest.flatten(run(*tensors)), tf.nest.flatten(jit(*tensors))
-        ):
-            if have is not None:
-                self.assertAllClose(want, have, rtol=tolerance[0], atol=tolerance[1])
+        check(tf.function(run, jit_compile=True, input_signature=signature)(*tensors))
 
     @_each(_cases(supported=True))
     def test_dynamic_first_dimensions(self, op, case):
@@ -287,12 +295,7 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
         # gives a size known at run time under a static bound): the result
         # is eager's, or the compilation fails naming the input; never what
         # the padded bound gives.
-        self._skip_unless_compiled(op)
-        tensors, _ = case.tensors(tf.float32)
-        weights = _weights(case, tf.float32)
-        run = _forward_and_gradient(case, weights)
-        expected = tf.nest.flatten(run(*tensors))
-        tolerance = _tolerance(op).get("float32", (0, 0))
+        tensors, run, check = self._float32_step(op, case)
         refused = re.escape(op) + r" under XLA: dimension \d+ of [\w\[\]]+ is dynamic"
         for i, tensor in enumerate(tensors):
             if tensor.shape.rank == 0 or tensor.shape[0] == 0:
@@ -310,11 +313,7 @@ class XlaTest(parameterized.TestCase, tf.test.TestCase):
                 except tf.errors.UnimplementedError as e:
                     self.assertRegex(e.message, refused)
                     continue
-                for want, have in zip(expected, tf.nest.flatten(got)):
-                    if have is not None:
-                        self.assertAllClose(
-                            want, have, rtol=tolerance[0], atol=tolerance[1]
-                        )
+                check(got)
 
     def test_tolerances_name_dtypes_and_reasons(self):
         for op, entry in op_registry.entries().items():
