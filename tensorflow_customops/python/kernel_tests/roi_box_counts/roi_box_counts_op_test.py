@@ -4,11 +4,12 @@ per image) and image counts that differ from the features' raise the same
 `InvalidArgumentError` eagerly, in graphs, with unknown shapes, under
 `jit_compile` (a custom call into the kernel) and in Keras models compiled
 with `jit_compile=True`; XLA raises a failed legacy call (TensorFlow 2.12 to
-2.19) as an `InternalError` with the message. Under the HLO lowering, where
-nothing can raise, the counts are clamped to [0, K]. No jit compilation of
-the RoI functions and layers, nor of the library's other run-time checks
-(second-order gradients, tfco.gradients), logs "Ignoring Assert operator"
-(XLA's note that it drops a check)."""
+2.19) as an `InternalError` with the message; under jit the custom call also
+compares sizes known only at run time (from `tf.boolean_mask`). Under the HLO
+lowering, where nothing can raise, the counts are clamped to [0, K]. No jit
+compilation of the RoI functions and layers, nor of the library's other
+run-time checks (second-order gradients, tfco.gradients), logs "Ignoring
+Assert operator" (XLA's note that it drops a check)."""
 
 import contextlib
 import os
@@ -205,6 +206,62 @@ class RoiBoxCountsOpTest(tf.test.TestCase, parameterized.TestCase):
             re.escape("box_counts must not be negative, got [1, -1]"),
         ):
             unread(_FEATURES, _BOXES, _counts([1, -1]))
+
+    def test_dynamic_sizes_are_checked_when_the_call_runs(self):
+        # Under jit, tf.boolean_mask gives a dimension whose size is known
+        # only at run time: the custom call compares it then, as the regular
+        # kernel does, for each size the op reads.
+        if not xla_test_util.custom_calls():
+            self.skipTest("this build's lowerings build HLO only")
+        op = _ops.custom_ops_roi_box_counts
+        masks = {
+            "counts": lambda f, b, c, keep: op(f, b, tf.boolean_mask(c, keep)),
+            "k": lambda f, b, c, keep: op(f, tf.boolean_mask(b, keep, axis=1), c),
+            "images": lambda f, b, c, keep: op(f, tf.boolean_mask(b, keep), c),
+            "feature_images": lambda f, b, c, keep: op(tf.boolean_mask(f, keep), b, c),
+        }
+        cases = [
+            ("counts", [1, -1, 2], [True, True, False], _INVALID["negative"][1]),
+            ("counts", [1, 2, 4], [True, False, True], _INVALID["above_k"][1]),
+            ("counts", [1, 1, 1], [True, True, True], _INVALID["too_many"][1]),
+            ("counts", [1, 1], [True, False], _INVALID["too_few"][1]),
+            (
+                "k",
+                [1, 3],
+                [True, False, True],
+                "box_counts must be at most rois.shape[1] (2), got [1, 3]",
+            ),
+            (
+                "images",
+                [1, 1],
+                [True, False],
+                "rois holds boxes for 1 images but features holds 2",
+            ),
+            (
+                "feature_images",
+                [1, 1],
+                [False, True],
+                "rois holds boxes for 2 images but features holds 1",
+            ),
+        ]
+        for name, counts, keep, message in cases:
+            jit = tf.function(masks[name], jit_compile=True)
+            with self.subTest(mask=name, counts=counts, keep=keep):
+                with self.assertRaisesRegex(
+                    xla_test_util.data_error(), re.escape(message)
+                ):
+                    jit(_FEATURES, _BOXES, _counts(counts), tf.constant(keep))
+        # Valid counts pass through, with the dynamic size of theirs.
+        for name, counts, keep, expected in (
+            ("counts", [3, 5, 0], [True, False, True], [3, 0]),
+            ("k", [2, 0], [False, True, True], [2, 0]),
+        ):
+            with self.subTest(mask=name, counts=counts, keep=keep):
+                jit = tf.function(masks[name], jit_compile=True)
+                self.assertAllEqual(
+                    jit(_FEATURES, _BOXES, _counts(counts), tf.constant(keep)),
+                    expected,
+                )
 
     def test_no_gradient(self):
         features = tf.constant(_FEATURES)

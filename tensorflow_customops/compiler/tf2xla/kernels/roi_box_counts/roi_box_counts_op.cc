@@ -1,10 +1,11 @@
-// CustomOps>RoiBoxCounts under XLA. The shapes are known when XLA compiles,
-// so the image-count errors are raised then, on every lowering. The counts'
-// values are known only when the program runs: where the lowerings can call
-// the portable kernels (custom_call.h), the op is a custom call that checks
-// them as the regular kernel does and raises its error, its output the input's
-// buffer (typed FFI, TensorFlow 2.20 and newer; a legacy call on 2.12 to
-// 2.19, whose failure XLA raises as an Internal error "CustomCall failed:
+// CustomOps>RoiBoxCounts under XLA. Where the shapes are static, the
+// image-count errors are raised when XLA compiles, on every lowering. Where
+// the lowerings can call the portable kernels (custom_call.h), the op is a
+// custom call that checks, as the regular kernel does, the counts' values and
+// any of the sizes compared that are dynamic (from tf.boolean_mask in the
+// compiled function, say), and raises its errors; its output is the input's
+// buffer (typed FFI, TensorFlow 2.20 and newer; a legacy call on 2.12 to 2.19,
+// whose failure XLA raises as an Internal error "CustomCall failed:
 // <message>"). Elsewhere (the GPU, TFCO_XLA_LOWERING=hlo) a compiled program
 // cannot raise, and the counts are clamped to [0, K]: what the RoI functions
 // then pool is the boxes of each image up to its clamped count, a count
@@ -13,6 +14,7 @@
 #include "tensorflow_customops/core/kernels/roi_box_counts/roi_box_counts_op.h"
 
 #include <string>
+#include <vector>
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -28,19 +30,30 @@ constexpr char kTarget[] = "tfco_roi_box_counts";
 
 #if TFCO_XLA_CUSTOM_CALLS
 
+// The call's operands: the counts, padded to their bound where their size is
+// dynamic; the run-time sizes the regular kernel compares, S32 [features'
+// images, rois' images, K]; the counts' run-time size (custom_call.h).
+enum Size { kFeatureImages, kImages, kBoxesPerImage, kSizes };
+
 ffi::Error CheckCounts(ffi::ThreadPool pool, const ffi::AnyBuffer& counts,
-                       int64_t boxes_per_image) {
+                       const ffi::AnyBuffer& sizes, int32_t n) {
   TfcoDtype dtype;
   if (!CoreDtypeOf(counts.element_type(), &dtype) ||
-      (dtype != TFCO_INT32 && dtype != TFCO_INT64)) {
+      (dtype != TFCO_INT32 && dtype != TFCO_INT64) ||
+      sizes.element_type() != ffi::DataType::S32 ||
+      sizes.element_count() != kSizes || n < 0 ||
+      static_cast<size_t>(n) > counts.element_count()) {
     return ffi::Error::Internal("RoiBoxCounts: unexpected operand");
   }
-  const int64_t n = static_cast<int64_t>(counts.element_count());
+  const int32_t* size = static_cast<const int32_t*>(sizes.untyped_data());
+  const std::string shape_error = TfcoRoiBoxCountsShapeError(
+      4, 3, 1, size[kFeatureImages], size[kImages], n);
+  if (!shape_error.empty()) return ffi::Error::InvalidArgument(shape_error);
   int flags = 0;
   const FfiCoreDevice device(pool);
-  if (ffi::Error e = FfiCoreError(TfcoRoiBoxCounts(device.get(), dtype,
-                                                   counts.untyped_data(), n,
-                                                   boxes_per_image, &flags));
+  if (ffi::Error e = FfiCoreError(
+          TfcoRoiBoxCounts(device.get(), dtype, counts.untyped_data(), n,
+                           size[kBoxesPerImage], &flags));
       e.failure()) {
     return e;
   }
@@ -48,10 +61,10 @@ ffi::Error CheckCounts(ffi::ThreadPool pool, const ffi::AnyBuffer& counts,
       dtype == TFCO_INT32
           ? TfcoRoiBoxCountsError(
                 flags, static_cast<const int32_t*>(counts.untyped_data()), n,
-                boxes_per_image)
+                size[kBoxesPerImage])
           : TfcoRoiBoxCountsError(
                 flags, static_cast<const int64_t*>(counts.untyped_data()), n,
-                boxes_per_image);
+                size[kBoxesPerImage]);
   if (!error.empty()) return ffi::Error::InvalidArgument(error);
   return ffi::Error::Success();
 }
@@ -60,31 +73,30 @@ ffi::Error CheckCounts(ffi::ThreadPool pool, const ffi::AnyBuffer& counts,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TfcoRoiBoxCountsHandler,
-    [](ffi::ThreadPool pool, ffi::AnyBuffer counts, ffi::Result<ffi::AnyBuffer>,
-       int64_t boxes_per_image) {
-      return CheckCounts(pool, counts, boxes_per_image);
+    [](ffi::ThreadPool pool, ffi::AnyBuffer counts, ffi::AnyBuffer sizes,
+       ffi::BufferR0<ffi::S32> n, ffi::Result<ffi::AnyBuffer>) {
+      return CheckCounts(pool, counts, sizes, *n.typed_data());
     },
     ffi::Ffi::Bind()
         .Ctx<ffi::ThreadPool>()
         .Arg<ffi::AnyBuffer>()
-        .Ret<ffi::AnyBuffer>()
-        .Attr<int64_t>("boxes_per_image"));
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::BufferR0<ffi::S32>>()
+        .Ret<ffi::AnyBuffer>());
 TFCO_REGISTER_CPU_FFI_HANDLER(kTarget, TfcoRoiBoxCountsHandler);
 
 #else  // TFCO_XLA_FFI
 
-// A legacy call (legacy_custom_call.h) of the same operand, result and
-// attribute; the result is the operand's buffer there too.
+// A legacy call (legacy_custom_call.h) of the same operands and result; the
+// result is the counts' buffer there too.
 void TfcoRoiBoxCountsLegacy(void* out, const void** in, const char* opaque,
                             size_t opaque_len, XlaCustomCallStatus* status) {
-  const legacy::CallFrame f(out, in, opaque, opaque_len, 1, 1,
-                            {"boxes_per_image"});
+  const legacy::CallFrame f(out, in, opaque, opaque_len, 3, 1, {});
   if (!f.ok()) return legacy::Finish(status, f.error());
-  const auto boxes_per_image = f.Ints("boxes_per_image");
   legacy::Finish(
-      status, boxes_per_image.size() == 1
-                  ? CheckCounts(f.pool(), f.Arg(0), boxes_per_image[0])
-                  : ffi::Error::Internal("RoiBoxCounts: unexpected attribute"));
+      status,
+      CheckCounts(f.pool(), f.Arg(0), f.Arg(1),
+                  *static_cast<const int32_t*>(f.Arg(2).untyped_data())));
 }
 TFCO_REGISTER_CPU_LEGACY_HANDLER(kTarget, TfcoRoiBoxCountsLegacy);
 
@@ -111,7 +123,7 @@ class RoiBoxCountsOp : public XlaOpKernel {
     const xla::Shape rois = *b->GetShape(context->Input(1));
     const xla::Shape counts = *b->GetShape(context->Input(2));
     // A dimension of dynamic size (from tf.boolean_mask, say) is known only
-    // at run time, where the HLO cannot raise: it is not compared.
+    // at run time: the custom call compares it then, the HLO not at all.
     auto size = [](const xla::Shape& shape, int dim) -> int64_t {
       return shape.dimensions_size() > dim && !shape.is_dynamic_dimension(dim)
                  ? shape.dimensions(dim)
@@ -133,15 +145,22 @@ class RoiBoxCountsOp : public XlaOpKernel {
       return;
     }
 #if TFCO_XLA_CUSTOM_CALLS
-    if (choice_.Use() && !rois.is_dynamic_dimension(1) &&
-        !HasOtherDynamicDimensions(context, {context->Input(2)}, {})) {
-      FfiAttributes attributes;
-      attributes.Int("boxes_per_image", rois.dimensions(1));
+    if (choice_.Use()) {
+      auto run_time = [](xla::XlaOp operand, int dim) {
+        return xla::Reshape(xla::GetDimensionSize(operand, dim), {1});
+      };
+      std::vector<xla::XlaOp> sizes(kSizes);
+      sizes[kFeatureImages] = run_time(context->Input(0), 0);
+      sizes[kImages] = run_time(context->Input(1), 0);
+      sizes[kBoxesPerImage] = run_time(context->Input(1), 1);
       context->SetOutput(
-          0, EmitCustomCall(context, kTarget, {context->Input(2)},
-                            /*boxes=*/-1,
-                            {{counts.element_type(), {counts.dimensions(0)}}},
-                            attributes, /*results_alias_operands=*/true,
+          0, EmitCustomCall(context, kTarget,
+                            {context->Input(2), xla::ConcatInDim(b, sizes, 0)},
+                            /*boxes=*/0,
+                            {{counts.element_type(),
+                              {counts.dimensions(0)},
+                              /*rows_are_boxes=*/true}},
+                            FfiAttributes(), /*results_alias_operands=*/true,
                             /*has_side_effect=*/true)[0]);
       return;
     }
