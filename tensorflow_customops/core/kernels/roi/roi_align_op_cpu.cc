@@ -106,11 +106,17 @@ struct RoiAlign<CPUDevice, T, B> {
       std::vector<T> scratch(a.bins() * channels);
       for (int64_t k = begin; k < end; ++k) {
         T* out = pooled + k * args.pooled_layout.n_stride;
-        T* box_out = roi::BoxOutput(args.pooled_layout, out, scratch.data());
         const B* roi = rois + k * 5;
+        const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
+        if (roi::MissesMap(args, box)) {
+          // The bins' sums stay 0; written at once, as rows moved off the
+          // map (multi_scale_roi_align under XLA) are common.
+          std::fill(out, out + args.pooled_layout.n_stride, T(0));
+          continue;
+        }
+        T* box_out = roi::BoxOutput(args.pooled_layout, out, scratch.data());
         const A* image = features + static_cast<int64_t>(roi[0]) *
                                         args.features_layout.n_stride;
-        const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
         const A count = roi::SampleCount(box);
         for (int ph = 0; ph < a.pooled_height; ++ph) {
           for (int pw = 0; pw < a.pooled_width; ++pw) {
@@ -183,7 +189,7 @@ struct RoiAlignGrad<CPUDevice, T, B> {
           for (int64_t r = groups.begin[n]; r < groups.begin[n + 1]; ++r) {
             const int64_t k = groups.order[r];
             const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, rois + k * 5);
-            if (box.grid_h <= 0 || box.grid_w <= 0) continue;
+            if (roi::MissesMap(args, box)) continue;
             if (reaches_band(
                     roi::SamplePoint(box.start_h, 0, box.bin_h, 0, box.grid_h),
                     roi::SamplePoint(box.start_h, a.pooled_height - 1,
@@ -257,7 +263,9 @@ struct RoiAlignGradBoxes<CPUDevice, T, B> {
         const roi::AlignBox<A> box = roi::MakeAlignBox<A>(a, roi);
         const A count = roi::SampleCount(box);
         A x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-        for (int ph = 0; ph < a.pooled_height; ++ph) {
+        // A box that misses the map has no samples: its sums stay 0.
+        const int rows = roi::MissesMap(args, box) ? 0 : a.pooled_height;
+        for (int ph = 0; ph < rows; ++ph) {
           roi::LoadBinRow(args.pooled_layout, k, ph, a.pooled_width, channels,
                           grads_in, g_row.data());
           for (A& g : g_row) g /= count;

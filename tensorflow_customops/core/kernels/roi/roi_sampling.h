@@ -52,6 +52,33 @@ EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE void SampleRange(A start, int bin,
   if (*last < *first) *last = *first;
 }
 
+// Whether every sample of `box` is dropped, none landing within [-1, size]
+// along one of the axes (Bilinear's range), so that the box pools to zeros
+// and adds no gradient, as padding rows moved off the map do. SamplePoint
+// rounds monotonically in the bin and the sample index, so the first and the
+// last sample bound the others in either direction; a NaN position misses
+// nothing.
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool AxisMissesMap(A start, A bin_size,
+                                                         int grid, int bins,
+                                                         int64_t size) {
+  if (grid <= 0 || size <= 0) return true;
+  const A a = SamplePoint(start, 0, bin_size, 0, grid);
+  const A b = SamplePoint(start, bins - 1, bin_size, grid - 1, grid);
+  const A low = a < b ? a : b;
+  const A high = a < b ? b : a;
+  return high < A(-1) || low > static_cast<A>(size);
+}
+
+template <typename A>
+EIGEN_DEVICE_FUNC EIGEN_STRONG_INLINE bool MissesMap(const RoiArgs& args,
+                                                     const AlignBox<A>& box) {
+  return AxisMissesMap(box.start_h, box.bin_h, box.grid_h,
+                       args.attrs.pooled_height, args.shape.height) ||
+         AxisMissesMap(box.start_w, box.bin_w, box.grid_w,
+                       args.attrs.pooled_width, args.shape.width);
+}
+
 // Calls visit(sample, iy, ix) for every bilinear sample (iy, ix) of bin
 // (ph, pw) of `box` that lands on the map, in the order every pass
 // accumulates them. O is the offset type (see BilinearSample).

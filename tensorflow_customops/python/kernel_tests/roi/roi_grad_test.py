@@ -52,6 +52,30 @@ class RoiGradTest(tf.test.TestCase, parameterized.TestCase):
         self.assertGreater(np.count_nonzero(theoretical[0]), 10)
 
     @parameterized.product(
+        op=sorted(util.SAMPLING), sampling_ratio=[-1, 2], aligned=[False, True]
+    )
+    def test_gradient_of_boxes_sliding_off_the_map(self, op, sampling_ratio, aligned):
+        # The gradient kernels skip a box none of whose samples can land on
+        # the map; a box with one sample on it must still add its gradient.
+        # The op is linear in the features, so its gradient g -> J^T g must
+        # satisfy <J^T g, f> = <g, J f> with J f from the NumPy reference.
+        case = util.sliding_off_case(op, sampling_ratio, aligned)
+        features = tf.constant(case.features_nhwc)
+        expected = util.reference(op, case)
+        rng = np.random.default_rng(12)
+        for _ in range(3):
+            upstream = rng.standard_normal(expected.shape)
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                pooled = util.call(op, features, case.rois, case)
+            grad = tape.gradient(pooled, features, output_gradients=upstream)
+            self.assertAllClose(
+                np.sum(grad * case.features_nhwc),
+                np.sum(upstream * expected),
+                rtol=1e-12,
+            )
+
+    @parameterized.product(
         op=util.OP_NAMES,
         dtype=[tf.float16, tf.bfloat16, tf.float32, tf.float64],
         data_format=["NHWC", "NCHW"],

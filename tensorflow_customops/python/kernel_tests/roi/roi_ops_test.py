@@ -103,6 +103,22 @@ class RoiOpsTest(tf.test.TestCase, parameterized.TestCase):
             got, util.run_op("ps_roi_align", case, dtype=tf.float64), atol=1e-3
         )
 
+    @parameterized.product(
+        op=sorted(util.SAMPLING),
+        sampling_ratio=[-1, 2],
+        aligned=[False, True],
+        data_format=["NHWC", "NCHW"],
+    )
+    def test_boxes_sliding_off_the_map(self, op, sampling_ratio, aligned, data_format):
+        # The kernels write zeros for a box none of whose samples can land on
+        # the map; a box with one sample on it must still pool it.
+        case = util.sliding_off_case(op, sampling_ratio, aligned)
+        got = util.run_op(op, case, data_format=data_format, dtype=tf.float64)
+        expected = util.reference(op, case)
+        self.assertAllClose(got, expected, rtol=1e-12, atol=1e-12)
+        zero = np.all(expected == 0, axis=(1, 2, 3))
+        self.assertTrue(zero.any() and not zero.all())
+
     def test_roi_pool_argmax(self):
         case = util.make_case("roi_pool", seed=7, spatial_scale=0.5)
         features = tf.constant(case.features_nhwc)

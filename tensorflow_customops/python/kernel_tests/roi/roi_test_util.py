@@ -56,6 +56,31 @@ def make_case(
     )
 
 
+def sliding_off_case(op, sampling_ratio, aligned, height=5, width=6):
+    """make_case with boxes 1.5 pixels long sliding across each border of the
+    map in steps that do not divide the bins, from fully on to fully off: their
+    samples cross -1 and the map's size, where Bilinear starts dropping them."""
+    case = make_case(
+        op,
+        seed=11,
+        output_size=(2, 2),
+        sampling_ratio=sampling_ratio,
+        aligned=aligned,
+        height=height,
+        width=width,
+    )
+    rows = []
+    for shift in np.arange(-3.2, 1.8, 0.23):
+        for n in range(case.batch):
+            rows += [
+                [n, 1.0, shift, 2.5, shift + 1.5],
+                [n, 1.0, height - 1.5 - shift, 2.5, height - shift],
+                [n, shift, 1.0, shift + 1.5, 2.5],
+                [n, width - 1.5 - shift, 1.0, width - shift, 2.5],
+            ]
+    return dataclasses.replace(case, rois=np.array(rows, np.float32))
+
+
 def float64_boxes_case(op, seed):
     """make_case with float64 boxes that float32 cannot hold: the edge cases
     moved by up to 1e-3 pixels."""
