@@ -36,12 +36,13 @@ Passes per-image box counts through, or fails if they do not fit the boxes.
 For boxes given per image, `[N, K, 4]` with `box_counts[n]` real boxes in
 image `n`: fails with InvalidArgument unless features and rois hold the same
 number of images N, box_counts holds N counts, and each count is in [0, K].
-Only the shapes of features and rois are read. Under XLA, the shapes are
-checked at compile time; the counts' values raise the same error where the
-lowering is a custom call into this kernel (the CPU; TensorFlow 2.12 to 2.19
-raise it as an Internal error with the message), and elsewhere (the GPU,
-TFCO_XLA_LOWERING=hlo), where a compiled program cannot raise, are clamped
-to [0, K].
+Only the shapes of features and rois are read. Under XLA, static shapes are
+checked at compile time; the counts' values, and sizes known only at run
+time, raise the same error where the lowering is a custom call into this
+kernel (the CPU; TensorFlow 2.12 to 2.19 raise it as an Internal error with
+the message), and elsewhere (the GPU, TFCO_XLA_LOWERING=hlo), where a
+compiled program cannot raise, the counts are clamped to [0, K] and sizes
+known only at run time are not compared.
 
 features: The feature map, `[N, H, W, C]` or `[N, C, H, W]`.
 rois: The boxes per image, `[N, K, 4]`.
