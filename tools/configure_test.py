@@ -190,6 +190,19 @@ class ConfigureTest(unittest.TestCase):
         info = tf.sysconfig.get_build_info()
         self.assertEqual(values["TF_IS_CUDA_BUILD"] == "1", bool(info["is_cuda_build"]))
 
+    def test_sanitizer_runs_preload_the_runtime_with_the_tests_options(self):
+        text = configure.render(
+            {"PYTHON_BIN_PATH": "/p"}, {"asan": "/a.so:/s.so", "ubsan": "/u.so"}
+        )
+        self.assertIn("test:asan --test_env=LD_PRELOAD=/a.so:/s.so\n", text)
+        # Without detect_leaks=0 the shell scripts that start Python fail.
+        self.assertIn(
+            "run:asan --run_under='env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "
+            "LD_PRELOAD=/a.so:/s.so'\n",
+            text,
+        )
+        self.assertIn("run:ubsan --run_under='env LD_PRELOAD=/u.so'\n", text)
+
     def test_output_is_written_once_and_stable(self):
         output = os.path.join(tempfile.mkdtemp(), ".tf_configure.bazelrc")
         configure.main(["--output", output])
