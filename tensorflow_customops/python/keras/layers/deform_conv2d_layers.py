@@ -13,7 +13,10 @@ on TensorFlow 2.12 to 2.15), needs Keras' TensorFlow backend, and is
 registered as `tfco>DeformConv2D`.
 """
 
+import numbers
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tensorflow_customops.python.ops import (
@@ -60,7 +63,8 @@ class DeformConv2D(keras.layers.Layer):
       use_mask: whether samples are modulated by a learned mask (DCNv2);
         False gives DCNv1.
       use_bias: whether a bias is added.
-      data_format: "channels_last" (default) or "channels_first".
+      data_format: "channels_last" or "channels_first"; by default
+        keras.config.image_data_format().
       kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer: as for keras.layers.Conv2D, for the deformable
         kernel and bias (the offset convolution starts at zero).
@@ -100,8 +104,16 @@ class DeformConv2D(keras.layers.Layer):
             ("groups", groups),
             ("offset_groups", offset_groups),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Integral)
+                or value < 1
+            ):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        filters, groups, offset_groups = int(filters), int(groups), int(offset_groups)
+        for name, value in (("use_mask", use_mask), ("use_bias", use_bias)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {value!r}")
         if filters % groups:
             raise ValueError(
                 f"filters ({filters}) must be a multiple of groups ({groups})"
@@ -122,9 +134,16 @@ class DeformConv2D(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        # Keras checks the rank (and, once built, the channels) when the layer
+        # is called, symbolically or not, before the offset convolution sees
+        # the input.
+        self.input_spec = keras.layers.InputSpec(ndim=4)
+
+    def _channel_axis(self):
+        return 1 if self.data_format == "NCHW" else -1
 
     def _channels(self, input_shape):
-        channels = input_shape[1 if self.data_format == "NCHW" else -1]
+        channels = input_shape[self._channel_axis()]
         if channels is None:
             raise ValueError("DeformConv2D needs the input's channels known")
         return channels
@@ -167,6 +186,9 @@ class DeformConv2D(keras.layers.Layer):
         self.offset_bias = self.add_weight(
             name="offset_bias", shape=(predicted,), initializer="zeros"
         )
+        self.input_spec = keras.layers.InputSpec(
+            ndim=4, axes={self._channel_axis(): channels}
+        )
         self.built = True
 
     def _offset_conv(self, x):
@@ -190,6 +212,11 @@ class DeformConv2D(keras.layers.Layer):
 
     def call(self, inputs):
         x = tf.convert_to_tensor(inputs)
+        if not x.dtype.is_floating:
+            raise TypeError(
+                f"DeformConv2D takes floating-point inputs, got {x.dtype.name}"
+            )
+        self._output_sizes(x.shape)
         predicted = self._offset_conv(x)
         taps = self.offset_groups * self.kernel_size[0] * self.kernel_size[1]
         offset = predicted[..., : 2 * taps]
@@ -209,10 +236,11 @@ class DeformConv2D(keras.layers.Layer):
             data_format=self.data_format,
         )
 
-    def compute_output_shape(self, input_shape):
-        input_shape = tuple(input_shape)
+    def _output_sizes(self, input_shape):
+        """The output's height and width (None where the input's is unknown);
+        a ValueError where the kernel does not fit the padded input."""
         nchw = self.data_format == "NCHW"
-        sizes = input_shape[2:] if nchw else input_shape[1:3]
+        sizes = tuple(input_shape[2:] if nchw else input_shape[1:3])
         out = []
         for axis, size in enumerate(sizes):
             k, s, d = (
@@ -227,7 +255,19 @@ class DeformConv2D(keras.layers.Layer):
             else:
                 pad = 0 if self.padding == "VALID" else 2 * self.padding[axis]
                 out.append((size + pad - d * (k - 1) - 1) // s + 1)
-        if nchw:
+        if any(o is not None and o <= 0 for o in out):
+            raise ValueError(
+                f"DeformConv2D: a kernel of {self.kernel_size} with dilation "
+                f"{self.dilation_rate} does not fit an input of height and width "
+                f"{sizes} with padding {self.padding!r}: the output would be "
+                f"{tuple(out)}"
+            )
+        return out
+
+    def compute_output_shape(self, input_shape):
+        input_shape = tuple(input_shape)
+        out = self._output_sizes(input_shape)
+        if self.data_format == "NCHW":
             return (input_shape[0], self.filters, *out)
         return (input_shape[0], *out, self.filters)
 

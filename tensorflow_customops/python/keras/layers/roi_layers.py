@@ -28,14 +28,25 @@ The layers are registered as `tfco>RoIAlign` and so on: a saved model that
 uses them reloads once `tensorflow_customops` has been imported.
 """
 
+import collections
 import numbers
 
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import load_library, roi_boxes, roi_checks, roi_ops
+from tensorflow_customops.python.ops import (
+    load_library,
+    roi_boxes,
+    roi_checks,
+    roi_levels,
+    roi_ops,
+)
 
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
+
+
+# A symbolic input's static shape and dtype, for checks written for tensors.
+_StaticTensor = collections.namedtuple("_StaticTensor", ["shape", "dtype"])
 
 
 def _is_shape(value):
@@ -108,6 +119,13 @@ class _RoILayer(keras.layers.Layer):
         on shapes."""
         if boxes is not None:
             return inputs, boxes, box_counts
+        if box_counts is not None and isinstance(inputs, (list, tuple)):
+            raise ValueError(
+                f"{type(self).__name__} got box_counts as an argument and the "
+                "boxes in a list: give both in the list, layer([features, boxes, "
+                "box_counts]), or both as arguments, layer(features, boxes, "
+                "box_counts=box_counts)"
+            )
         if (
             box_counts is not None
             or not isinstance(inputs, (list, tuple))
@@ -207,6 +225,18 @@ class _RoILayer(keras.layers.Layer):
         # Keras 3's symbolic call; Keras 2 traces `call` on its own symbolic
         # tensors instead and never calls this.
         parts = self._split(inputs, boxes, box_counts)
+        if self._multi_scale and isinstance(parts[0], (list, tuple)):
+            # The pyramid's checks that the function makes when it is traced,
+            # made when the model is built: a later trace with relaxed shapes
+            # would fail on them.
+            levels = [
+                _StaticTensor(tf.TensorShape(f.shape), self._cast_dtype(f.dtype))
+                for f in parts[0]
+            ]
+            roi_levels.check_static_pyramid(levels, self.data_format)
+            roi_levels.pyramid_scales(
+                levels, self.spatial_scales, self.image_size, self.data_format
+            )
         shapes = [
             [f.shape for f in x] if isinstance(x, (list, tuple)) else x.shape
             for x in parts
@@ -218,10 +248,12 @@ class _RoILayer(keras.layers.Layer):
             ragged=getattr(parts[1], "ragged", False),
         )
 
+    def _cast_dtype(self, dtype):
+        dtype = tf.as_dtype(dtype)
+        return tf.as_dtype(self.compute_dtype) if dtype.is_floating else dtype
+
     def _cast_features(self, features):
-        if features.dtype.is_floating:
-            return tf.cast(features, self.compute_dtype)
-        return features
+        return tf.cast(features, self._cast_dtype(features.dtype))
 
     def call(self, inputs, boxes=None, box_counts=None):
         features, boxes, box_counts = self._split(inputs, boxes, box_counts)

@@ -124,6 +124,36 @@ class DeformConv2DTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, r"multiple of offset_groups \(3\)"):
             tfco.layers.DeformConv2D(3, 3, offset_groups=3)(_images())
 
+    def test_input_errors_on_every_call(self):
+        # Keras's checks, before the offset convolution sees the input: a
+        # rank-3 input aborted TensorFlow's oneDNN Conv2D.
+        layer = tfco.layers.DeformConv2D(2, 3)
+        for call in (
+            lambda x: layer(keras.Input(x.shape[1:], batch_size=x.shape[0])),
+            lambda x: layer(x),
+        ):
+            with self.assertRaisesRegex(ValueError, "expected ndim=4, found ndim=3"):
+                call(tf.ones([8, 8, 4]))
+            with self.assertRaisesRegex(ValueError, "expected ndim=4, found ndim=5"):
+                call(tf.ones([1, 2, 8, 8, 4]))
+            with self.assertRaisesRegex(
+                ValueError, r"does not fit an input of height and width \(2, 2\)"
+            ):
+                call(tf.ones([1, 2, 2, 4]))
+        layer(tf.ones([1, 8, 8, 4]))
+        with self.assertRaisesRegex(ValueError, "expected axis -1 of input shape"):
+            layer(tf.ones([1, 8, 8, 6]))
+        with self.assertRaisesRegex(TypeError, "floating-point inputs, got int32"):
+            tfco.layers.DeformConv2D(2, 3)(tf.ones([1, 8, 8, 4], tf.int32))
+
+    def test_argument_types(self):
+        layer = tfco.layers.DeformConv2D(np.int64(4), 3, groups=np.int32(2))
+        self.assertEqual((layer.filters, layer.groups), (4, 2))
+        self.assertIs(type(layer.get_config()["filters"]), int)
+        for name in ("use_mask", "use_bias"):
+            with self.assertRaisesRegex(ValueError, f"{name} must be a bool, got 'no'"):
+                tfco.layers.DeformConv2D(4, 3, **{name: "no"})
+
     def test_fit_learns(self):
         """A one-layer model fits a shifted difference of its input channels
         with fit, and the offset convolution (zero at the start) trains."""

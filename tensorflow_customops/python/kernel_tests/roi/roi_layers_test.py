@@ -404,6 +404,10 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
                     layer(inputs)
         with self.assertRaisesRegex(ValueError, message.format("EagerTensor")):
             layer(features, box_counts=[1, 1])
+        with self.assertRaisesRegex(
+            ValueError, r"got box_counts as an argument and the boxes in a list"
+        ):
+            layer([features, _ROIS], box_counts=[1, 1])
 
     def test_keras_inputs_refuse_rows(self):
         # fit fails at the second batch on such a model, and under jit_compile
@@ -480,6 +484,42 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
         multi_scale = tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[1.0])
         with self.assertRaisesRegex(ValueError, "takes a list of feature maps"):
             multi_scale.compute_output_shape([(2, 6, 7, 12), (3, 5)])
+
+    def test_pyramid_errors_when_the_model_is_built(self):
+        # Not at a later trace with relaxed shapes (a second image size in
+        # predict) or at export.
+        boxes = keras.Input((None, 4))
+        cases = [
+            (
+                dict(image_size=(32, 32)),
+                [keras.Input((None, None, 8)), keras.Input((None, None, 8))],
+                r"cannot infer spatial_scales: features\[0\] has an unknown height",
+            ),
+            (
+                dict(spatial_scales=[0.25, 0.125]),
+                [keras.Input((8, 8, 8)), keras.Input((4, 4, 4))],
+                r"features must share one channel count, got \[4, 8\]",
+            ),
+            (
+                dict(spatial_scales=[0.25, 0.125, 0.0625]),
+                [keras.Input((8, 8, 8)), keras.Input((4, 4, 8))],
+                r"spatial_scales must hold one scale per feature map \(2\), got 3",
+            ),
+        ]
+        for kwargs, levels, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(ValueError, message):
+                    tfco.layers.MultiScaleRoIAlign(2, **kwargs)(levels, boxes)
+        # Levels of other float dtypes are cast to the layer's compute dtype.
+        pooled = tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[0.25, 0.125])(
+            [keras.Input((8, 8, 8)), keras.Input((4, 4, 8), dtype="float64")], boxes
+        )
+        self.assertEqual(pooled.dtype, "float32")
+        with self.assertRaisesRegex(TypeError, "features must share one dtype"):
+            tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[0.25, 0.125])(
+                [keras.Input((8, 8, 8)), keras.Input((4, 4, 8), dtype="int32")],
+                boxes,
+            )
 
 
 if __name__ == "__main__":
