@@ -351,6 +351,8 @@ def _errors_of(logger_name):
 def _convert(graph, opset, tf2onnx):
     import tensorflow as tf
 
+    from tensorflow_customops.python.ops import roi_boxes
+
     with tf.Graph().as_default() as tf_graph:
         tf.import_graph_def(graph.graph_def, name="")
         onnx_graph = tf2onnx.tfonnx.process_tf_graph(
@@ -362,6 +364,14 @@ def _convert(graph, opset, tf2onnx):
             tensors_to_rename=graph.renames,
             initialized_tables=graph.tables,
         )
+        # A 0 in the shape of ONNX's Reshape keeps the input's size unless
+        # allowzero is set; tf2onnx leaves it unset, where TensorFlow's 0 is
+        # literal, and the per-image boxes' K may be 0.
+        for node in onnx_graph.get_nodes():
+            if node.type == "Reshape" and node.name.rsplit("/", 1)[-1].startswith(
+                roi_boxes.PER_IMAGE_RESHAPE
+            ):
+                node.set_attr("allowzero", 1)
         # Without tf2onnx's back-to-back pass, which drops the round trip of
         # Cast(float -> half or bfloat16 -> float) and with it the rounding
         # that tf.cast and the kernels of the narrow dtypes do.

@@ -222,6 +222,12 @@ def _flat_box_list(rois, box_counts, features):
     )
 
 
+# The name of the reshape that gives pooled boxes back per image: its shape
+# holds K, which may be 0, and the ONNX export makes that 0 literal
+# (python/onnx/export.py), as TensorFlow's is.
+PER_IMAGE_RESHAPE = "per_image_boxes"
+
+
 def padding_box(dtype, spatial_scale):
     """The box that padding rows get: 4 pixels before the map's corner at
     `spatial_scale`, where a box's samples are all dropped and its bins empty,
@@ -264,13 +270,22 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale):
             box_counts = tf.gather(box_counts, tf.range(num_images))
             real = tf.sequence_mask(box_counts, boxes_per_image, tf.bool)
             rois = tf.where(real[..., tf.newaxis], rois, off_map)
-        index = tf.repeat(tf.range(num_images), boxes_per_image)
+        # Not tf.repeat: its ONNX form reshapes to [N * K], which ONNX reads
+        # as "keep the input's size" where K is 0.
+        index = tf.reshape(
+            tf.broadcast_to(
+                tf.range(num_images)[:, tf.newaxis], [num_images, boxes_per_image]
+            ),
+            [-1],
+        )
         with tf.control_dependencies(checks):
             flat = tf.concat(
                 [tf.cast(index, rois.dtype)[:, tf.newaxis], tf.reshape(rois, [-1, 4])],
                 1,
             )
-        return flat, lambda out: tf.reshape(out, result_shape(out))
+        return flat, lambda out: tf.reshape(
+            out, result_shape(out), name=PER_IMAGE_RESHAPE
+        )
 
     # (image, box) of every box that is not padding, image-major.
     where = tf.where(tf.sequence_mask(box_counts, boxes_per_image))

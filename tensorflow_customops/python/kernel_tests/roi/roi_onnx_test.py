@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+import tensorflow_customops as tfco
 from tensorflow_customops.python.kernel_tests.onnx import onnx_test_util
 from tensorflow_customops.python.onnx import export
 from tensorflow_customops.python.onnx.errors import ExportError
@@ -150,6 +151,50 @@ class RoiOnnxTest(parameterized.TestCase, tf.test.TestCase):
                 np.testing.assert_array_equal(
                     onnx_test_util.run(model, [features, rows])[0], fn(features, rows)
                 )
+
+    @parameterized.parameters("roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool")
+    def test_empty_maps_and_batches(self, name):
+        # Zeros, as the kernels give: ONNX Runtime's RoiAlign crashed on a map
+        # without rows or columns, and the position-sensitive compositions'
+        # reshapes failed on it.
+        fn = tf.function(
+            lambda features, rois: (
+                getattr(tfco, name)(features, rois, 2, sampling_ratio=2)
+                if name.endswith("align")
+                else getattr(tfco, name)(features, rois, 2)
+            )
+        )
+        model = export.export(fn, _SIGNATURE)
+        rows = np.array([[0, 1, 1, 4, 4], [0, -2, -2, 0.5, 0.5]], np.float32)
+        for batch, height, width, count in [
+            (1, 0, 6, 2),
+            (1, 5, 0, 1),
+            (0, 5, 6, 0),
+            (1, 5, 6, 0),
+        ]:
+            with self.subTest(shape=(batch, height, width), boxes=count):
+                features = np.ones((batch, height, width, 8), np.float32)
+                expected = fn(features, rows[:count])
+                got = onnx_test_util.run(model, [features, rows[:count]])[0]
+                self.assertEqual(got.shape, tuple(expected.shape))
+                np.testing.assert_array_equal(got, expected)
+
+    def test_per_image_boxes_without_counts_and_none(self):
+        # ONNX's Reshape keeps the input's size for a 0 in its shape, unless
+        # allowzero: [N, K, 4] boxes with K = 0.
+        fn = tf.function(lambda features, boxes: tfco.roi_align(features, boxes, 2))
+        model = export.export(
+            fn,
+            [tf.TensorSpec([None] * 4), tf.TensorSpec([None, None, 4])],
+        )
+        rng = np.random.default_rng(8)
+        features = rng.standard_normal((2, 6, 6, 3)).astype(np.float32)
+        for count in (3, 0):
+            boxes = np.tile(np.array([1, 1, 4, 5], np.float32), (2, count, 1))
+            with self.subTest(boxes=count):
+                got = onnx_test_util.run(model, [features, boxes])[0]
+                self.assertEqual(got.shape, (2, count, 2, 2, 3))
+                np.testing.assert_array_equal(got, fn(features, boxes))
 
     @parameterized.parameters(
         (np.float64, np.float64), (np.float64, np.float32), (np.float16, np.float32)

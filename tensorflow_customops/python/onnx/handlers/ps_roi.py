@@ -40,7 +40,7 @@ from tf2onnx import utils
 from tf2onnx.graph_builder import GraphBuilder
 
 from tensorflow_customops.python.onnx import handler_util
-from tensorflow_customops.python.onnx.handlers import roi_boxes
+from tensorflow_customops.python.onnx.handlers import roi, roi_boxes
 
 _WIDENED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _NUMPY = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
@@ -112,13 +112,21 @@ def _grouped_features(b, node, bins):
         # Two transposes that each move one axis, which ONNX Runtime does
         # several times faster than the one that moves three.
         features = b.op("Transpose", features, perm=[0, 3, 1, 2])
-    # [N, C, H, W] -> [N, C', bins, H * W] -> [N, bins, C', H * W].
+    # [N, C, H, W] -> [N, C', bins, H * W] -> [N, bins, C', H * W], every
+    # size given and taken literally (allowzero): an empty map or batch
+    # leaves -1 nothing to be inferred from.
     spatial = b.dims(features, 2, 4)
     pixels = b.graph.make_reduce_prod({"data": spatial, "axes": [0], "keepdims": 1})
-    split = b.op("Concat", b.int64([0, -1, bins]), pixels, axis=0)
-    grouped = b.op("Transpose", b.op("Reshape", features, split), perm=[0, 2, 1, 3])
-    merged = b.op("Concat", b.int64([-1]), b.dims(grouped, 2, 3), spatial, axis=0)
-    return b.op("Reshape", grouped, merged)
+    images = b.dims(features, 0, 1)
+    groups = b.op("Div", b.dims(features, 1, 2), b.int64([bins]))
+    split = b.op("Concat", images, groups, b.int64([bins]), pixels, axis=0)
+    grouped = b.op(
+        "Transpose", b.op("Reshape", features, split, allowzero=1), perm=[0, 2, 1, 3]
+    )
+    merged = b.op(
+        "Concat", b.op("Mul", images, b.int64([bins])), groups, spatial, axis=0
+    )
+    return b.op("Reshape", grouped, merged, allowzero=1)
 
 
 def _box_rows(b, node, spatial_scale):
@@ -329,7 +337,7 @@ def _whole_box_bins(b, node, pooled, features, boxes, batch, redo, mode, attr):
         output_width=bins_w,
         coordinate_transformation_mode=mode,
     )
-    whole = b.op("RoiAlign", features, rois, groups, **attr)
+    whole = roi.roi_align(b.ctx, features, rois, groups, attr, b.dtype)
     # [F, C', bins_h, bins_w] -> [F, C', bins] -> bin `bin_index` of each.
     whole = b.op("Reshape", whole, b.int64([0, 0, bins]))
     picked = b.graph.make_unsqueeze(
@@ -391,7 +399,7 @@ def _convert(ctx, node, axes_of):
         "sampling_ratio": sampling_ratio,
         "spatial_scale": 1.0,
     }
-    pooled = b.op("RoiAlign", features, rois, groups, **attr)
+    pooled = roi.roi_align(b.ctx, features, rois, groups, attr, b.dtype)
     channels = b.dims(features, 1, 2)
     pooled = b.op("Reshape", pooled, b.op("Concat", b.int64([-1]), channels, axis=0))
     if x.near_edge is not None:

@@ -3,7 +3,7 @@
 import functools
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper
 from tf2onnx import utils
 from tf2onnx.graph_builder import GraphBuilder
 
@@ -50,15 +50,73 @@ class RoiAlign:
             "sampling_ratio": max(sampling_ratio, 0),
             "spatial_scale": node.get_attr_value("spatial_scale"),
         }
+        pooled = roi_align(ctx, features, boxes, batch, attr, compute)
         if compute == dtype:
+            handler_util.replace_with_nchw_op(ctx, node, "Identity", [pooled], {})
+        else:
             handler_util.replace_with_nchw_op(
-                ctx, node, "RoiAlign", [features, boxes, batch], attr
+                ctx, node, "Cast", [pooled], {"to": dtype}
             )
-            return
-        pooled = ctx.make_node("RoiAlign", [features, boxes, batch], attr=attr).output[
-            0
-        ]
-        handler_util.replace_with_nchw_op(ctx, node, "Cast", [pooled], {"to": dtype})
+
+
+def roi_align(ctx, features, boxes, batch, attr, dtype):
+    """ONNX's RoiAlign of NCHW `features` of `dtype`, or zeros where the map
+    has no rows or no columns: there ONNX Runtime's RoiAlign reads the map's
+    first element for every sample, dropped or not, and crashes, while the
+    kernels pool every box to zeros. An If, so that neither branch copies the
+    map. Not for TensorRT, with which the guard has not been tried."""
+    if handler_util.target() == "tensorrt":
+        return handler_util.op(ctx, "RoiAlign", features, boxes, batch, **attr)
+    make = functools.partial(handler_util.op, ctx)
+    builder = GraphBuilder(ctx)
+    shape = make("Shape", features)
+    empty = make(
+        "Equal",
+        builder.make_reduce_min(
+            {
+                "data": builder.make_slice(
+                    {"data": shape, "starts": [2], "ends": [4], "axes": [0]}
+                ),
+                "axes": [0],
+                "keepdims": 0,
+            }
+        ),
+        handler_util.const(ctx, 0, np.int64),
+    )
+    bins = [attr["output_height"], attr["output_width"]]
+    pooled_shape = make(
+        "Concat",
+        builder.make_slice(
+            {"data": make("Shape", boxes), "starts": [0], "ends": [1], "axes": [0]}
+        ),
+        builder.make_slice({"data": shape, "starts": [1], "ends": [2], "axes": [0]}),
+        handler_util.const(ctx, bins, np.int64),
+        axis=0,
+    )
+    branches = {}
+    for branch, (op_type, inputs, op_attr) in (
+        (
+            "then_branch",
+            (
+                "ConstantOfShape",
+                [pooled_shape],
+                {"value": helper.make_tensor("value", dtype, [1], [0])},
+            ),
+        ),
+        ("else_branch", ("RoiAlign", [features, boxes, batch], attr)),
+    ):
+        graph = ctx.create_new_graph_with_same_config()
+        graph.parent_graph = ctx
+        out = graph.make_node(op_type, inputs, attr=op_attr).output[0]
+        graph.add_graph_output(out, dtype, [-1, -1, *bins])
+        branches[branch] = graph
+    return ctx.make_node(
+        "If",
+        [empty],
+        shapes=[[-1, -1, *bins]],
+        dtypes=[dtype],
+        branches=branches,
+    ).output[0]
 
 
 def _sampled_boxes(ctx, node, boxes, dtype):
