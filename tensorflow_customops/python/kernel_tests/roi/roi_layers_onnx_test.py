@@ -220,18 +220,23 @@ class KerasLayersTest(_ExportTestCase):
         )
         fn = tf.function(lambda f, b: model([f, b]))
         ragged = tf.RaggedTensorSpec([None, None, 4], tf.float32, ragged_rank=1)
-        onnx_model = export.export(fn, [_signature(counts=False)[0], ragged])
         rng = np.random.default_rng(5)
         features = rng.standard_normal((2, 8, 9, _CHANNELS)).astype(np.float32)
         boxes = tf.RaggedTensor.from_row_lengths(
             _per_image_boxes(rng, 1, 5, 16)[0], [2, 3]
         )
         expected = fn(features, boxes)
-        values, splits = onnx_test_util.run(
-            onnx_model, [features, boxes.flat_values.numpy(), boxes.row_splits.numpy()]
-        )
-        np.testing.assert_array_equal(values, expected.flat_values)
-        np.testing.assert_array_equal(splits, expected.row_splits)
+        # Given the signature, and from the model's own ragged input.
+        for onnx_model in (
+            export.export(fn, [_signature(counts=False)[0], ragged]),
+            export.export(model),
+        ):
+            values, splits = onnx_test_util.run(
+                onnx_model,
+                [features, boxes.flat_values.numpy(), boxes.row_splits.numpy()],
+            )
+            np.testing.assert_array_equal(values, expected.flat_values)
+            np.testing.assert_array_equal(splits, expected.row_splits)
 
     def test_position_sensitive_layers(self):
         for layer in (
