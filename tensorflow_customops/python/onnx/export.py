@@ -219,6 +219,8 @@ def _saved_model_signature(directory, signature):
 def _keras_function(model, input_signature):
     import tensorflow as tf
 
+    from tensorflow_customops.python import keras as keras_package
+
     if input_signature is None:
         try:
             inputs = model.inputs
@@ -229,33 +231,13 @@ def _keras_function(model, input_signature):
                 f"Keras model {model.name!r} has no symbolic inputs: pass "
                 "input_signature"
             )
-        input_signature = [_keras_input_spec(i) for i in inputs]
+        input_signature = [keras_package.type_spec(i) for i in inputs]
 
     @tf.function(input_signature=input_signature, autograph=False)
     def call(*args):
         return model(args[0] if len(args) == 1 else list(args), training=False)
 
     return call.get_concrete_function()
-
-
-def _keras_input_spec(keras_input):
-    """The TypeSpec of a Keras model's symbolic input: ragged ones (Keras 2's
-    type_spec, Keras 3's ragged flags) stay ragged."""
-    import tensorflow as tf
-
-    spec = getattr(keras_input, "type_spec", None)
-    if isinstance(spec, tf.RaggedTensorSpec):
-        return spec
-    if getattr(keras_input, "ragged", False):
-        return tf.RaggedTensorSpec(
-            keras_input.shape,
-            keras_input.dtype,
-            ragged_rank=getattr(keras_input, "ragged_rank", None) or 1,
-            row_splits_dtype=getattr(keras_input, "row_splits_dtype", None) or tf.int64,
-        )
-    return tf.TensorSpec(
-        keras_input.shape, keras_input.dtype, name=keras_input.name.split(":")[0]
-    )
 
 
 def _op_types(graph_def, output_names):

@@ -13,21 +13,6 @@ def checked_pyramid(features, data_format):
     """`features`, checked to share a dtype, a channel count and a batch size;
     a batch size known only when the graph runs is checked then, by
     CustomOps>CheckCondition, on whose outputs the levels are pooled."""
-    batches = check_static_pyramid(features, data_format)
-    if len(features) == 1 or None not in batches:
-        return features
-    sizes = tf.stack([tf.shape(f)[0] for f in features])
-    return check_condition(
-        tf.reduce_all(tf.equal(sizes, sizes[0])),
-        features,
-        "features must share one batch size",
-    )
-
-
-def check_static_pyramid(features, data_format):
-    """checked_pyramid's checks of what is known before the graph runs, on
-    anything with a TensorShape `shape` and a `dtype`; the batch sizes, None
-    where unknown."""
     dtypes = {f.dtype for f in features}
     if len(dtypes) > 1:
         raise TypeError(
@@ -44,7 +29,14 @@ def check_static_pyramid(features, data_format):
     if len(known) > 1:
         sizes = ", ".join(f"features[{i}] {n}" for i, n in enumerate(batches))
         raise ValueError(f"features must share one batch size, got {sizes}")
-    return batches
+    if len(features) == 1 or None not in batches:
+        return features
+    sizes = tf.stack([tf.shape(f)[0] for f in features])
+    return check_condition(
+        tf.reduce_all(tf.equal(sizes, sizes[0])),
+        features,
+        "features must share one batch size",
+    )
 
 
 def pyramid_scales(features, spatial_scales, image_size, data_format):

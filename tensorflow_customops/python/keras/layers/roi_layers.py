@@ -28,25 +28,15 @@ The layers are registered as `tfco>RoIAlign` and so on: a saved model that
 uses them reloads once `tensorflow_customops` has been imported.
 """
 
-import collections
 import numbers
 
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python.ops import (
-    load_library,
-    roi_boxes,
-    roi_checks,
-    roi_levels,
-    roi_ops,
-)
+from tensorflow_customops.python import keras as keras_package
+from tensorflow_customops.python.ops import load_library, roi_boxes, roi_checks, roi_ops
 
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
-
-
-# A symbolic input's static shape and dtype, for checks written for tensors.
-_StaticTensor = collections.namedtuple("_StaticTensor", ["shape", "dtype"])
 
 
 def _is_shape(value):
@@ -225,28 +215,26 @@ class _RoILayer(keras.layers.Layer):
         # Keras 3's symbolic call; Keras 2 traces `call` on its own symbolic
         # tensors instead and never calls this.
         parts = self._split(inputs, boxes, box_counts)
-        if self._multi_scale and isinstance(parts[0], (list, tuple)):
-            # The pyramid's checks that the function makes when it is traced,
-            # made when the model is built: a later trace with relaxed shapes
-            # would fail on them.
-            levels = [
-                _StaticTensor(tf.TensorShape(f.shape), self._cast_dtype(f.dtype))
-                for f in parts[0]
-            ]
-            roi_levels.check_static_pyramid(levels, self.data_format)
-            roi_levels.pyramid_scales(
-                levels, self.spatial_scales, self.image_size, self.data_format
-            )
         shapes = [
             [f.shape for f in x] if isinstance(x, (list, tuple)) else x.shape
             for x in parts
             if x is not None
         ]
-        return keras.KerasTensor(
+        spec = keras.KerasTensor(
             self.compute_output_shape(shapes),
             dtype=self.compute_dtype,
             ragged=getattr(parts[1], "ragged", False),
         )
+        # Then the function's own checks (dtypes, box_counts, the pyramid's
+        # scales and channels), run by tracing it on the inputs' static shapes
+        # and dtypes: when the model is built, not at a later trace with
+        # relaxed shapes (a second image size in predict) or at export.
+        specs = [
+            None if x is None else tf.nest.map_structure(keras_package.type_spec, x)
+            for x in parts
+        ]
+        tf.function(self.call, autograph=False).get_concrete_function(*specs)
+        return spec
 
     def _cast_dtype(self, dtype):
         dtype = tf.as_dtype(dtype)

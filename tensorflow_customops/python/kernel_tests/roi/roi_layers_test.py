@@ -510,12 +510,30 @@ class RoiLayersTest(tf.test.TestCase, parameterized.TestCase):
             with self.subTest(message=message):
                 with self.assertRaisesRegex(ValueError, message):
                     tfco.layers.MultiScaleRoIAlign(2, **kwargs)(levels, boxes)
+        images = keras.Input((8, 8, 8))
+        for counts, error, message in (
+            (
+                keras.Input((), dtype="float32"),
+                TypeError,
+                "box_counts must be integers, got float32",
+            ),
+            (
+                keras.Input((3,), dtype="int32"),
+                ValueError,
+                r"box_counts must have shape \[N\]",
+            ),
+        ):
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(error, message):
+                    tfco.layers.RoIAlign(2)([images, boxes, counts])
+        with self.assertRaisesRegex(TypeError, "features must be float16"):
+            tfco.layers.RoIAlign(2)([keras.Input((8, 8, 8), dtype="int32"), boxes])
         # Levels of other float dtypes are cast to the layer's compute dtype.
         pooled = tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[0.25, 0.125])(
             [keras.Input((8, 8, 8)), keras.Input((4, 4, 8), dtype="float64")], boxes
         )
         self.assertEqual(pooled.dtype, "float32")
-        with self.assertRaisesRegex(TypeError, "features must share one dtype"):
+        with self.assertRaisesRegex(TypeError, "features must be float16"):
             tfco.layers.MultiScaleRoIAlign(2, spatial_scales=[0.25, 0.125])(
                 [keras.Input((8, 8, 8)), keras.Input((4, 4, 8), dtype="int32")],
                 boxes,
