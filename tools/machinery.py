@@ -57,6 +57,7 @@ MACHINERY = (
     "{package}/python/ops/BUILD",
     "{package}/python/ops/__init__.py",
     "{package}/python/ops/cpp_gradients.py",
+    "{package}/python/ops/export_util.py",
     "{package}/python/ops/load_library.py",
     "{package}/python/ops/op_specs.py",
     "{package}/python/ops/releases.py",

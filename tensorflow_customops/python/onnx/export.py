@@ -219,7 +219,7 @@ def _saved_model_signature(directory, signature):
 def _keras_function(model, input_signature):
     import tensorflow as tf
 
-    from tensorflow_customops.python import keras as keras_package
+    from tensorflow_customops.python.ops import export_util
 
     if input_signature is None:
         try:
@@ -231,7 +231,7 @@ def _keras_function(model, input_signature):
                 f"Keras model {model.name!r} has no symbolic inputs: pass "
                 "input_signature"
             )
-        input_signature = [keras_package.type_spec(i) for i in inputs]
+        input_signature = [export_util.type_spec(i) for i in inputs]
 
     @tf.function(input_signature=input_signature, autograph=False)
     def call(*args):
@@ -351,7 +351,7 @@ def _errors_of(logger_name):
 def _convert(graph, opset, tf2onnx):
     import tensorflow as tf
 
-    from tensorflow_customops.python.ops import roi_boxes
+    from tensorflow_customops.python.ops import export_util
 
     with tf.Graph().as_default() as tf_graph:
         tf.import_graph_def(graph.graph_def, name="")
@@ -364,12 +364,11 @@ def _convert(graph, opset, tf2onnx):
             tensors_to_rename=graph.renames,
             initialized_tables=graph.tables,
         )
-        # A 0 in the shape of ONNX's Reshape keeps the input's size unless
-        # allowzero is set; tf2onnx leaves it unset, where TensorFlow's 0 is
-        # literal, and the per-image boxes' K may be 0.
+        # Reshapes whose shape may hold a 0 computed at run time
+        # (export_util.LITERAL_ZEROS_RESHAPE) take it literally, as TensorFlow.
         for node in onnx_graph.get_nodes():
             if node.type == "Reshape" and node.name.rsplit("/", 1)[-1].startswith(
-                roi_boxes.PER_IMAGE_RESHAPE
+                export_util.LITERAL_ZEROS_RESHAPE
             ):
                 node.set_attr("allowzero", 1)
         # Without tf2onnx's back-to-back pass, which drops the round trip of

@@ -9,6 +9,7 @@ import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 from tensorflow.python.ops import control_flow_util
 
+from tensorflow_customops.python.ops import export_util
 from tensorflow_customops.python.ops.check_condition_ops import check_condition
 from tensorflow_customops.python.ops.roi_box_counts_ops import checked_box_counts
 
@@ -222,12 +223,6 @@ def _flat_box_list(rois, box_counts, features):
     )
 
 
-# The name of the reshape that gives pooled boxes back per image: its shape
-# holds K, which may be 0, and the ONNX export makes that 0 literal
-# (python/onnx/export.py), as TensorFlow's is.
-PER_IMAGE_RESHAPE = "per_image_boxes"
-
-
 def padding_box(dtype, spatial_scale):
     """The box that padding rows get: 4 pixels before the map's corner at
     `spatial_scale`, where a box's samples are all dropped and its bins empty,
@@ -283,8 +278,9 @@ def _flat_batched_rois(rois, box_counts, features, spatial_scale):
                 [tf.cast(index, rois.dtype)[:, tf.newaxis], tf.reshape(rois, [-1, 4])],
                 1,
             )
+        # K may be 0.
         return flat, lambda out: tf.reshape(
-            out, result_shape(out), name=PER_IMAGE_RESHAPE
+            out, result_shape(out), name=export_util.LITERAL_ZEROS_RESHAPE
         )
 
     # (image, box) of every box that is not padding, image-major.

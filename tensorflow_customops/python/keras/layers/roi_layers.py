@@ -33,8 +33,13 @@ import numbers
 import keras
 import tensorflow as tf
 
-from tensorflow_customops.python import keras as keras_package
-from tensorflow_customops.python.ops import load_library, roi_boxes, roi_checks, roi_ops
+from tensorflow_customops.python.ops import (
+    export_util,
+    load_library,
+    roi_boxes,
+    roi_checks,
+    roi_ops,
+)
 
 _KERAS_DATA_FORMATS = {"NHWC": "channels_last", "NCHW": "channels_first"}
 
@@ -230,7 +235,7 @@ class _RoILayer(keras.layers.Layer):
         # and dtypes: when the model is built, not at a later trace with
         # relaxed shapes (a second image size in predict) or at export.
         specs = [
-            None if x is None else tf.nest.map_structure(keras_package.type_spec, x)
+            None if x is None else tf.nest.map_structure(export_util.type_spec, x)
             for x in parts
         ]
         tf.function(self.call, autograph=False).get_concrete_function(*specs)
